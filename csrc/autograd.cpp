@@ -1,0 +1,133 @@
+// Autograd kernels, in C++ on the Autograd dispatch key.
+//
+// The Python alternative (torch.library.register_autograd) runs a Python
+// function on every call, with or without grad, which costs several times
+// the op itself at small sizes. Here a call that needs no gradient goes
+// straight to the backend kernel.
+//
+//   mymuladd: d/da = grad * b, d/db = grad * a, both through the mymul op.
+//   mymul:    the same formulas, so it is its own derivative's building block
+//             and second (and higher) derivatives work.
+//   myadd_out: like PyTorch's out= ops, not differentiable: an input that
+//             requires grad under grad mode is an error, not a silent detach.
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/autograd/VariableTypeUtils.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/library.h>
+
+namespace extension_cpp {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+at::Tensor call_mymul(const at::Tensor& a, const at::Tensor& b) {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("extension_cpp::mymul", "")
+                             .typed<at::Tensor(const at::Tensor&, const at::Tensor&)>();
+  return op.call(a, b);
+}
+
+at::Tensor call_mymuladd(const at::Tensor& a, const at::Tensor& b, double c) {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("extension_cpp::mymuladd", "")
+                             .typed<at::Tensor(const at::Tensor&, const at::Tensor&, double)>();
+  return op.call(a, b, c);
+}
+
+void call_myadd_out(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
+  static const auto op =
+      c10::Dispatcher::singleton()
+          .findSchemaOrThrow("extension_cpp::myadd_out", "")
+          .typed<void(const at::Tensor&, const at::Tensor&, const at::Tensor&)>();
+  op.call(a, b, out);
+}
+
+bool needs_grad(const at::Tensor& a, const at::Tensor& b) {
+  return at::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad());
+}
+
+// Shared by both ops: out = a * b (+ c), so grad_a = grad * b, grad_b = grad * a.
+// Saves b only if a needs a gradient, and a only if b does.
+void save_factors(AutogradContext* ctx, const at::Tensor& a, const at::Tensor& b) {
+  ctx->save_for_backward({a.requires_grad() ? b : at::Tensor(), b.requires_grad() ? a : at::Tensor()});
+}
+
+variable_list product_backward(AutogradContext* ctx, const at::Tensor& grad) {
+  const variable_list saved = ctx->get_saved_variables();
+  const at::Tensor& b = saved[0];
+  const at::Tensor& a = saved[1];
+  at::Tensor grad_a, grad_b;
+  if (ctx->needs_input_grad(0)) {
+    grad_a = call_mymul(grad, b);
+  }
+  if (ctx->needs_input_grad(1)) {
+    grad_b = call_mymul(grad, a);
+  }
+  return {grad_a, grad_b};
+}
+
+struct MulAddFunction : public torch::autograd::Function<MulAddFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& a, const at::Tensor& b,
+                            double c) {
+    save_factors(ctx, a, b);
+    const at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return call_mymuladd(a, b, c);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    variable_list g = product_backward(ctx, grads[0]);
+    g.emplace_back();  // c is a float: no gradient
+    return g;
+  }
+};
+
+struct MulFunction : public torch::autograd::Function<MulFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& a, const at::Tensor& b) {
+    save_factors(ctx, a, b);
+    const at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return call_mymul(a, b);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return product_backward(ctx, grads[0]);
+  }
+};
+
+at::Tensor mymuladd_autograd(const at::Tensor& a, const at::Tensor& b, double c) {
+  if (!needs_grad(a, b)) {
+    const at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return call_mymuladd(a, b, c);
+  }
+  return MulAddFunction::apply(a, b, c);
+}
+
+at::Tensor mymul_autograd(const at::Tensor& a, const at::Tensor& b) {
+  if (!needs_grad(a, b)) {
+    const at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return call_mymul(a, b);
+  }
+  return MulFunction::apply(a, b);
+}
+
+void myadd_out_autograd(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
+  if (at::GradMode::is_enabled()) {
+    const char* culprit = a.requires_grad() ? "a" : b.requires_grad() ? "b" : out.requires_grad() ? "out" : nullptr;
+    TORCH_CHECK(culprit == nullptr, "myadd_out: out= operations do not support automatic "
+                "differentiation, but ", culprit, " requires grad; use a + b, or call myadd_out "
+                "under torch.no_grad()");
+  }
+  {
+    const at::AutoDispatchBelowADInplaceOrView below_autograd;
+    call_myadd_out(a, b, out);
+  }
+  torch::autograd::increment_version(out);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(extension_cpp, Autograd, m) {
+  m.impl("mymuladd", &mymuladd_autograd);
+  m.impl("mymul", &mymul_autograd);
+  m.impl("myadd_out", &myadd_out_autograd);
+}
+
+}  // namespace extension_cpp

@@ -1,0 +1,141 @@
+// Schemas of the extension_cpp ops, and the checks every backend shares.
+//
+// The schemas are defined once here; csrc/cpu and csrc/cuda add kernels with
+// TORCH_LIBRARY_IMPL, csrc/autograd.cpp adds the Autograd kernels and
+// extension_cpp/ops.py the fake (meta) kernels. The error messages below are
+// mirrored word for word by extension_cpp/_checks.py, so eager calls and
+// torch.compile'd calls fail alike.
+#include "ops.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+#include <ATen/ops/empty.h>
+#include <c10/core/ScalarType.h>
+#include <torch/library.h>
+
+#include <string>
+
+namespace extension_cpp {
+namespace {
+
+// "torch.float32", as Python prints the dtype.
+std::string dtype_name(at::ScalarType t) {
+  return "torch." + std::string(c10::getDtypeNames(t).first);
+}
+
+bool is_supported_dtype(at::ScalarType t) {
+  return t == at::kHalf || t == at::kBFloat16 || t == at::kFloat || t == at::kDouble;
+}
+
+void check_dtype(const char* op, const char* name, const at::Tensor& t) {
+  TORCH_CHECK(is_supported_dtype(t.scalar_type()), op, ": expected ", name,
+              " to have a floating-point dtype (torch.float16, torch.bfloat16, torch.float32 or "
+              "torch.float64), got ",
+              dtype_name(t.scalar_type()));
+}
+
+// x and y must agree in device, dtype and shape, in that order.
+void check_same(const char* op, const char* x_name, const at::Tensor& x, const char* y_name,
+                const at::Tensor& y) {
+  TORCH_CHECK(x.device() == y.device(), op, ": expected ", x_name, " and ", y_name,
+              " to be on the same device, got ", x.device().str(), " and ", y.device().str());
+  TORCH_CHECK(x.scalar_type() == y.scalar_type(), op, ": expected ", x_name, " and ", y_name,
+              " to have the same dtype, got ", dtype_name(x.scalar_type()), " and ",
+              dtype_name(y.scalar_type()));
+  TORCH_CHECK(x.sizes() == y.sizes(), op, ": expected ", x_name, " and ", y_name,
+              " to have the same shape, got ", x.sizes(), " and ", y.sizes());
+}
+
+void check_inputs(const char* op, const at::Tensor& a, const at::Tensor& b) {
+  check_dtype(op, "a", a);
+  check_dtype(op, "b", b);
+  check_same(op, "a", a, "b", b);
+}
+
+// out may be exactly an input (same memory, same strides: every element is
+// read before it is written, by the same thread) or share no memory with it.
+void check_no_partial_overlap(const char* op, const at::Tensor& out, const char* name,
+                              const at::Tensor& input) {
+  if (out.numel() == 0 || input.numel() == 0 ||
+      !out.storage().is_alias_of(input.storage())) {
+    return;
+  }
+  const bool same =
+      out.storage_offset() == input.storage_offset() && out.strides() == input.strides();
+  TORCH_CHECK(same, op, ": out overlaps ", name,
+              " in memory without being the same view of it; pass an out that shares no memory "
+              "with ",
+              name, ", or ", name, " itself");
+}
+
+// True when no two elements of `t` can share a memory location: with the
+// dimensions sorted by stride, each stride must step past everything the
+// smaller ones reach. (This rejects the rare interleaved layout that does not
+// overlap either; no tensor PyTorch creates, short of as_strided, has one.)
+bool provably_non_overlapping(const at::Tensor& t) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size)
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.size(d) > 1) {
+      dims.emplace_back(t.stride(d), t.size(d));
+    }
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t reach = 0;  // largest offset reachable with the smaller strides
+  for (const auto& [stride, size] : dims) {
+    if (stride <= reach) {
+      return false;
+    }
+    reach += stride * (size - 1);
+  }
+  return true;
+}
+
+BinaryLayout layout_of(const char* op, const at::Tensor& out, const at::Tensor& a,
+                       const at::Tensor& b) {
+  const int64_t* strides[3] = {out.strides().data(), a.strides().data(), b.strides().data()};
+  BinaryLayout layout;
+  TORCH_CHECK(make_binary_layout(static_cast<int>(a.dim()), a.sizes().data(), strides, &layout),
+              op, ": tensors with more than ", kMaxDims,
+              " non-mergeable dimensions are not supported, got a tensor of shape ", a.sizes(),
+              " and strides ", a.strides());
+  return layout;
+}
+
+}  // namespace
+
+at::Tensor binary_functional(const char* op, const at::Tensor& a, const at::Tensor& b,
+                             BinaryOpKind kind, double c, BinaryLauncher launch) {
+  check_inputs(op, a, b);
+  // Always contiguous, whatever the inputs' layout: the fake kernel in
+  // extension_cpp/ops.py promises exactly these strides.
+  at::Tensor out = at::empty(a.sizes(), a.options().memory_format(at::MemoryFormat::Contiguous));
+  if (out.numel() > 0) {
+    launch(out, a, b, kind, c, layout_of(op, out, a, b));
+  }
+  return out;
+}
+
+void binary_out(const char* op, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
+                BinaryOpKind kind, double c, BinaryLauncher launch) {
+  check_inputs(op, a, b);
+  check_dtype(op, "out", out);
+  check_same(op, "out", out, "a", a);
+  TORCH_CHECK(provably_non_overlapping(out), op,
+              ": expected out to have no internal overlap (each element its own memory location, "
+              "unlike an expanded tensor), got strides ",
+              out.strides(), " for shape ", out.sizes());
+  check_no_partial_overlap(op, out, "a", a);
+  check_no_partial_overlap(op, out, "b", b);
+  if (out.numel() > 0) {
+    launch(out, a, b, kind, c, layout_of(op, out, a, b));
+  }
+}
+
+TORCH_LIBRARY(extension_cpp, m) {
+  m.def("mymuladd(Tensor a, Tensor b, float c) -> Tensor", {at::Tag::pt2_compliant_tag});
+  m.def("mymul(Tensor a, Tensor b) -> Tensor", {at::Tag::pt2_compliant_tag});
+  m.def("myadd_out(Tensor a, Tensor b, Tensor(a!) out) -> ()", {at::Tag::pt2_compliant_tag});
+}
+
+}  // namespace extension_cpp

@@ -1,0 +1,79 @@
+// Binding glue shared by the CPU and CUDA registrations.
+//
+// Every op is "check the inputs, make or check the output, merge the layout,
+// run one elementwise loop". The checks and the layout live here once; each
+// backend supplies only a BinaryLauncher that runs the loop on its device.
+#pragma once
+
+#include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
+#include <ATen/core/Tensor.h>
+#include <torch/library.h>
+
+#include "elementwise.h"
+
+namespace extension_cpp {
+
+enum class BinaryOpKind { kMulAdd, kMul, kAdd };
+
+// Runs out = f(a, b) for an already checked, same-shape, same-dtype triple.
+// `c` is used by kMulAdd only.
+using BinaryLauncher = void (*)(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b,
+                                BinaryOpKind kind, double c, const BinaryLayout& layout);
+
+// Calls body(out_ptr, a_ptr, b_ptr, functor) with the pointers typed by the
+// call's dtype and the functor of `kind`, computing in at::opmath_type
+// (float for float16/bfloat16). Dtypes were checked before: anything else is a
+// bug, and AT_DISPATCH raises for it rather than falling through.
+template <typename Body>
+void dispatch_binary(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b,
+                     BinaryOpKind kind, double c, Body&& body) {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, a.scalar_type(), "extension_cpp", [&] {
+    using T = at::opmath_type<scalar_t>;
+    scalar_t* o = out.data_ptr<scalar_t>();
+    const scalar_t* x = a.const_data_ptr<scalar_t>();
+    const scalar_t* y = b.const_data_ptr<scalar_t>();
+    switch (kind) {
+      case BinaryOpKind::kMulAdd:
+        return body(o, x, y, MulAddOp<T>{static_cast<T>(c)});
+      case BinaryOpKind::kMul:
+        return body(o, x, y, MulOp<T>{});
+      case BinaryOpKind::kAdd:
+        return body(o, x, y, AddOp<T>{});
+    }
+    TORCH_INTERNAL_ASSERT(false, "unhandled BinaryOpKind ", static_cast<int>(kind));
+  });
+}
+
+// mymuladd / mymul: checks a and b, returns a new contiguous tensor.
+at::Tensor binary_functional(const char* op, const at::Tensor& a, const at::Tensor& b,
+                             BinaryOpKind kind, double c, BinaryLauncher launch);
+
+// myadd_out: checks a, b and out (shape, dtype, device, overlap), writes out.
+void binary_out(const char* op, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
+                BinaryOpKind kind, double c, BinaryLauncher launch);
+
+// The three kernels of one backend, given its launcher. A backend file (CPU,
+// CUDA, or a new XPU/MPS one) writes its launcher and then only:
+//   TORCH_LIBRARY_IMPL(extension_cpp, CPU, m) { register_kernels<launch>(m); }
+template <BinaryLauncher launch>
+struct Kernels {
+  static at::Tensor mymuladd(const at::Tensor& a, const at::Tensor& b, double c) {
+    return binary_functional("mymuladd", a, b, BinaryOpKind::kMulAdd, c, launch);
+  }
+  static at::Tensor mymul(const at::Tensor& a, const at::Tensor& b) {
+    return binary_functional("mymul", a, b, BinaryOpKind::kMul, 0.0, launch);
+  }
+  static void myadd_out(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
+    binary_out("myadd_out", a, b, out, BinaryOpKind::kAdd, 0.0, launch);
+  }
+};
+
+template <BinaryLauncher launch>
+void register_kernels(torch::Library& m) {
+  m.impl("mymuladd", &Kernels<launch>::mymuladd);
+  m.impl("mymul", &Kernels<launch>::mymul);
+  m.impl("myadd_out", &Kernels<launch>::myadd_out);
+}
+
+}  // namespace extension_cpp

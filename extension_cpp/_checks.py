@@ -1,0 +1,78 @@
+"""Input checks for the fake kernels, word for word those of csrc/ops.cpp.
+
+The real kernels check their inputs in C++; under torch.compile and
+torch.export the fake kernels run instead, so they repeat the checks in the
+same order with the same messages. The conformance suite asserts that an
+eager call and a compiled call fail with the same words.
+"""
+
+import torch
+
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def check_dtype(op: str, name: str, t: torch.Tensor) -> None:
+    torch._check(
+        t.dtype in SUPPORTED_DTYPES,
+        lambda: f"{op}: expected {name} to have a floating-point dtype (torch.float16, "
+        f"torch.bfloat16, torch.float32 or torch.float64), got {t.dtype}",
+    )
+
+
+def check_same(op: str, x_name: str, x: torch.Tensor, y_name: str, y: torch.Tensor) -> None:
+    torch._check(
+        x.device == y.device,
+        lambda: f"{op}: expected {x_name} and {y_name} to be on the same device, "
+        f"got {x.device} and {y.device}",
+    )
+    torch._check(
+        x.dtype == y.dtype,
+        lambda: f"{op}: expected {x_name} and {y_name} to have the same dtype, "
+        f"got {x.dtype} and {y.dtype}",
+    )
+    torch._check(
+        x.shape == y.shape,
+        lambda: f"{op}: expected {x_name} and {y_name} to have the same shape, "
+        f"got {list(x.shape)} and {list(y.shape)}",
+    )
+
+
+def check_inputs(op: str, a: torch.Tensor, b: torch.Tensor) -> None:
+    check_dtype(op, "a", a)
+    check_dtype(op, "b", b)
+    check_same(op, "a", a, "b", b)
+
+
+def _provably_non_overlapping(t: torch.Tensor) -> bool:
+    dims = sorted((t.stride(d), t.size(d)) for d in range(t.dim()) if t.size(d) > 1)
+    reach = 0
+    for stride, size in dims:
+        if stride <= reach:
+            return False
+        reach += stride * (size - 1)
+    return True
+
+
+def _check_no_partial_overlap(op: str, out: torch.Tensor, name: str, t: torch.Tensor) -> None:
+    if out.numel() == 0 or t.numel() == 0 or not torch._C._is_alias_of(out, t):
+        return
+    same = out.storage_offset() == t.storage_offset() and out.stride() == t.stride()
+    torch._check(
+        same,
+        lambda: f"{op}: out overlaps {name} in memory without being the same view of it; "
+        f"pass an out that shares no memory with {name}, or {name} itself",
+    )
+
+
+def check_out(op: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
+    check_inputs(op, a, b)
+    check_dtype(op, "out", out)
+    check_same(op, "out", out, "a", a)
+    torch._check(
+        _provably_non_overlapping(out),
+        lambda: f"{op}: expected out to have no internal overlap (each element its own memory "
+        f"location, unlike an expanded tensor), got strides {list(out.stride())} "
+        f"for shape {list(out.shape)}",
+    )
+    _check_no_partial_overlap(op, out, "a", a)
+    _check_no_partial_overlap(op, out, "b", b)

@@ -1,0 +1,83 @@
+"""The public operators and their fake (meta) kernels.
+
+Each function calls its op through the dispatcher, so it works in eager mode,
+under autograd, torch.compile and torch.export alike. The kernels are in
+``csrc/`` (CPU, CUDA and C++ autograd); the fake kernels below tell the
+compiler what each op returns without running it, and must agree with the
+real kernels exactly: same shape, dtype, device and strides (always
+contiguous), and the same errors for bad input.
+"""
+
+import torch
+from torch import Tensor
+
+from . import _checks
+
+__all__ = ["mymuladd", "mymul", "myadd_out"]
+
+_ops = torch.ops.extension_cpp
+
+
+def mymuladd(a: Tensor, b: Tensor, c: float) -> Tensor:
+    """Returns ``a * b + c`` as a new contiguous tensor.
+
+    Args:
+        a: float16, bfloat16, float32 or float64 tensor, on the CPU or a CUDA device,
+            in any layout (transposed, sliced, expanded, empty or 0-dim).
+        b: tensor of the same shape, dtype and device as ``a`` (no broadcasting).
+        c: Python number added to every element.
+
+    float16 and bfloat16 are computed in float32 and rounded once. Differentiable
+    in ``a`` and ``b`` to any order; the backward calls :func:`mymul`.
+
+    Raises:
+        RuntimeError: naming the argument and what was received, when the dtypes,
+            shapes or devices are not as above.
+    """
+    return _ops.mymuladd.default(a, b, c)
+
+
+def mymul(a: Tensor, b: Tensor) -> Tensor:
+    """Returns ``a * b`` as a new contiguous tensor.
+
+    Same arguments, layouts and errors as :func:`mymuladd`, without ``c``.
+    Differentiable to any order: its backward is built from ``mymul`` itself.
+    """
+    return _ops.mymul.default(a, b)
+
+
+def myadd_out(a: Tensor, b: Tensor, out: Tensor) -> None:
+    """Writes ``a + b`` into ``out`` and returns None.
+
+    Args:
+        a, b: as for :func:`mymuladd`.
+        out: tensor of the same shape, dtype and device, in any layout without
+            internal overlap. It may be ``a`` or ``b`` itself (an in-place add);
+            any other sharing of memory with them is an error.
+
+    Like PyTorch's ``out=`` variants it does not support autograd: under grad
+    mode, an argument that requires grad raises. ``out``'s version counter is
+    bumped, so autograd notices if ``out`` was saved for a backward.
+    """
+    _ops.myadd_out.default(a, b, out)
+
+
+# Fake kernels: run by FakeTensor under torch.compile / torch.export instead of
+# the real kernels. They check what the real kernels check, in the same words.
+
+
+@torch.library.register_fake("extension_cpp::mymuladd")
+def _mymuladd_fake(a: Tensor, b: Tensor, c: float) -> Tensor:
+    _checks.check_inputs("mymuladd", a, b)
+    return a.new_empty(a.shape)  # contiguous, like the real kernel
+
+
+@torch.library.register_fake("extension_cpp::mymul")
+def _mymul_fake(a: Tensor, b: Tensor) -> Tensor:
+    _checks.check_inputs("mymul", a, b)
+    return a.new_empty(a.shape)
+
+
+@torch.library.register_fake("extension_cpp::myadd_out")
+def _myadd_out_fake(a: Tensor, b: Tensor, out: Tensor) -> None:
+    _checks.check_out("myadd_out", a, b, out)
