@@ -50,7 +50,8 @@ bool needs_grad(const at::Tensor& a, const at::Tensor& b) {
 // Shared by both ops: out = a * b (+ c), so grad_a = grad * b, grad_b = grad * a.
 // Saves b only if a needs a gradient, and a only if b does.
 void save_factors(AutogradContext* ctx, const at::Tensor& a, const at::Tensor& b) {
-  ctx->save_for_backward({a.requires_grad() ? b : at::Tensor(), b.requires_grad() ? a : at::Tensor()});
+  ctx->save_for_backward(
+      {a.requires_grad() ? b : at::Tensor(), b.requires_grad() ? a : at::Tensor()});
 }
 
 variable_list product_backward(AutogradContext* ctx, const at::Tensor& grad) {
@@ -110,9 +111,15 @@ at::Tensor mymul_autograd(const at::Tensor& a, const at::Tensor& b) {
 
 void myadd_out_autograd(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
   if (at::GradMode::is_enabled()) {
-    const char* culprit = a.requires_grad() ? "a" : b.requires_grad() ? "b" : out.requires_grad() ? "out" : nullptr;
-    TORCH_CHECK(culprit == nullptr, "myadd_out: out= operations do not support automatic "
-                "differentiation, but ", culprit, " requires grad; use a + b, or call myadd_out "
+    const char* culprit = a.requires_grad()     ? "a"
+                          : b.requires_grad()   ? "b"
+                          : out.requires_grad() ? "out"
+                                                : nullptr;
+    TORCH_CHECK(culprit == nullptr,
+                "myadd_out: out= operations do not support automatic "
+                "differentiation, but ",
+                culprit,
+                " requires grad; use a + b, or call myadd_out "
                 "under torch.no_grad()");
   }
   {

@@ -54,8 +54,8 @@ struct BinaryLayout {
 
   // True when every operand is one dense run of `numel` elements.
   bool contiguous() const {
-    return ndim == 0 || (ndim == 1 && strides[0][0] == 1 && strides[1][0] == 1 &&
-                         strides[2][0] == 1);
+    return ndim == 0 ||
+           (ndim == 1 && strides[0][0] == 1 && strides[1][0] == 1 && strides[2][0] == 1);
   }
 };
 

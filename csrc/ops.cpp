@@ -7,14 +7,14 @@
 // torch.compile'd calls fail alike.
 #include "ops.h"
 
-#include <algorithm>
-#include <utility>
-#include <vector>
 #include <ATen/ops/empty.h>
 #include <c10/core/ScalarType.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace extension_cpp {
 namespace {
@@ -57,8 +57,7 @@ void check_inputs(const char* op, const at::Tensor& a, const at::Tensor& b) {
 // read before it is written, by the same thread) or share no memory with it.
 void check_no_partial_overlap(const char* op, const at::Tensor& out, const char* name,
                               const at::Tensor& input) {
-  if (out.numel() == 0 || input.numel() == 0 ||
-      !out.storage().is_alias_of(input.storage())) {
+  if (out.numel() == 0 || input.numel() == 0 || !out.storage().is_alias_of(input.storage())) {
     return;
   }
   const bool same =
@@ -95,8 +94,8 @@ BinaryLayout layout_of(const char* op, const at::Tensor& out, const at::Tensor& 
                        const at::Tensor& b) {
   const int64_t* strides[3] = {out.strides().data(), a.strides().data(), b.strides().data()};
   BinaryLayout layout;
-  TORCH_CHECK(make_binary_layout(static_cast<int>(a.dim()), a.sizes().data(), strides, &layout),
-              op, ": tensors with more than ", kMaxDims,
+  TORCH_CHECK(make_binary_layout(static_cast<int>(a.dim()), a.sizes().data(), strides, &layout), op,
+              ": tensors with more than ", kMaxDims,
               " non-mergeable dimensions are not supported, got a tensor of shape ", a.sizes(),
               " and strides ", a.strides());
   return layout;

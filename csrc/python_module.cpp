@@ -15,10 +15,10 @@
 extern "C" PyMODINIT_FUNC PyInit__C(void) {
   static PyModuleDef module = {
       PyModuleDef_HEAD_INIT,
-      "_C",                                                // m_name
+      "_C",                                                                // m_name
       "Loads the extension_cpp operators (see torch.ops.extension_cpp).",  // m_doc
-      -1,                                                  // m_size: no per-module state
-      nullptr,                                             // m_methods
+      -1,       // m_size: no per-module state
+      nullptr,  // m_methods
   };
   return PyModule_Create(&module);
 }

@@ -14,26 +14,34 @@ SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 def check_dtype(op: str, name: str, t: torch.Tensor) -> None:
     torch._check(
         t.dtype in SUPPORTED_DTYPES,
-        lambda: f"{op}: expected {name} to have a floating-point dtype (torch.float16, "
-        f"torch.bfloat16, torch.float32 or torch.float64), got {t.dtype}",
+        lambda: (
+            f"{op}: expected {name} to have a floating-point dtype (torch.float16, "
+            f"torch.bfloat16, torch.float32 or torch.float64), got {t.dtype}"
+        ),
     )
 
 
 def check_same(op: str, x_name: str, x: torch.Tensor, y_name: str, y: torch.Tensor) -> None:
     torch._check(
         x.device == y.device,
-        lambda: f"{op}: expected {x_name} and {y_name} to be on the same device, "
-        f"got {x.device} and {y.device}",
+        lambda: (
+            f"{op}: expected {x_name} and {y_name} to be on the same device, "
+            f"got {x.device} and {y.device}"
+        ),
     )
     torch._check(
         x.dtype == y.dtype,
-        lambda: f"{op}: expected {x_name} and {y_name} to have the same dtype, "
-        f"got {x.dtype} and {y.dtype}",
+        lambda: (
+            f"{op}: expected {x_name} and {y_name} to have the same dtype, "
+            f"got {x.dtype} and {y.dtype}"
+        ),
     )
     torch._check(
         x.shape == y.shape,
-        lambda: f"{op}: expected {x_name} and {y_name} to have the same shape, "
-        f"got {list(x.shape)} and {list(y.shape)}",
+        lambda: (
+            f"{op}: expected {x_name} and {y_name} to have the same shape, "
+            f"got {list(x.shape)} and {list(y.shape)}"
+        ),
     )
 
 
@@ -59,8 +67,10 @@ def _check_no_partial_overlap(op: str, out: torch.Tensor, name: str, t: torch.Te
     same = out.storage_offset() == t.storage_offset() and out.stride() == t.stride()
     torch._check(
         same,
-        lambda: f"{op}: out overlaps {name} in memory without being the same view of it; "
-        f"pass an out that shares no memory with {name}, or {name} itself",
+        lambda: (
+            f"{op}: out overlaps {name} in memory without being the same view of it; "
+            f"pass an out that shares no memory with {name}, or {name} itself"
+        ),
     )
 
 
@@ -70,9 +80,11 @@ def check_out(op: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> N
     check_same(op, "out", out, "a", a)
     torch._check(
         _provably_non_overlapping(out),
-        lambda: f"{op}: expected out to have no internal overlap (each element its own memory "
-        f"location, unlike an expanded tensor), got strides {list(out.stride())} "
-        f"for shape {list(out.shape)}",
+        lambda: (
+            f"{op}: expected out to have no internal overlap (each element its own memory "
+            f"location, unlike an expanded tensor), got strides {list(out.stride())} "
+            f"for shape {list(out.shape)}"
+        ),
     )
     _check_no_partial_overlap(op, out, "a", a)
     _check_no_partial_overlap(op, out, "b", b)

@@ -21,8 +21,7 @@ namespace extension_cpp::cpu {
 constexpr int64_t kGrainSize = 32768;
 
 template <typename scalar_t, typename Op>
-inline void contiguous_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, int64_t n,
-                            Op op) {
+inline void contiguous_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, int64_t n, Op op) {
   using T = at::opmath_type<scalar_t>;
   for (int64_t i = 0; i < n; ++i) {
     out[i] = static_cast<scalar_t>(op(static_cast<T>(a[i]), static_cast<T>(b[i])));
@@ -48,8 +47,8 @@ void strided_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bin
   for (int64_t i = begin; i < end;) {
     const int64_t run = std::min(l.sizes[0] - index[0], end - i);
     for (int64_t k = 0; k < run; ++k) {
-      out[o.out + k * so] =
-          static_cast<scalar_t>(op(static_cast<T>(a[o.a + k * sa]), static_cast<T>(b[o.b + k * sb])));
+      out[o.out + k * so] = static_cast<scalar_t>(
+          op(static_cast<T>(a[o.a + k * sa]), static_cast<T>(b[o.b + k * sb])));
     }
     i += run;
     index[0] += run;

@@ -17,8 +17,6 @@ void launch(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b, Bin
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(extension_cpp, CPU, m) {
-  register_kernels<launch>(m);
-}
+TORCH_LIBRARY_IMPL(extension_cpp, CPU, m) { register_kernels<launch>(m); }
 
 }  // namespace extension_cpp::cpu

@@ -132,10 +132,10 @@ void run(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout
   const int64_t n = layout.numel;
   if (!layout.contiguous()) {
     strided_kernel<<<grid_for(n, device), kThreads, 0, stream>>>(out, a, b, layout, op);
-  } else if (aligned_to(out, 16) && aligned_to(a, 16) &&
-             aligned_to(b, 16)) {
+  } else if (aligned_to(out, 16) && aligned_to(a, 16) && aligned_to(b, 16)) {
     const int64_t work = (n / kVec + kUnroll - 1) / kUnroll;  // the tail needs < kVec threads
-    contiguous_kernel<scalar_t, kVec><<<grid_for(work, device), kThreads, 0, stream>>>(out, a, b, n, op);
+    contiguous_kernel<scalar_t, kVec>
+        <<<grid_for(work, device), kThreads, 0, stream>>>(out, a, b, n, op);
   } else {
     contiguous_kernel<scalar_t, 1><<<grid_for(n, device), kThreads, 0, stream>>>(out, a, b, n, op);
   }
@@ -153,8 +153,6 @@ void launch(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b, Bin
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(extension_cpp, CUDA, m) {
-  register_kernels<launch>(m);
-}
+TORCH_LIBRARY_IMPL(extension_cpp, CUDA, m) { register_kernels<launch>(m); }
 
 }  // namespace extension_cpp::cuda
