@@ -1,0 +1,152 @@
+"""Parameters shared by the conformance tests: devices, dtypes, layouts, ops.
+
+Everything here is data plus small factories, so a test module reads as
+"for every device x dtype x layout, this holds". CUDA cases are always
+generated and skip only when no GPU is present.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import pytest
+import torch
+
+import extension_cpp
+
+HAS_CUDA = torch.cuda.is_available()
+requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+requires_two_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs")
+
+
+def devices() -> list:
+    """'cpu', and 'cuda' marked to skip when no GPU is present."""
+    return ["cpu", pytest.param("cuda", marks=[requires_cuda, pytest.mark.cuda])]
+
+
+DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
+
+
+def dtype_id(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+# Tolerances against a float64 reference, for results rounded once from float
+# (float16/bfloat16: half an ulp of the output; float32: a few ulps, as the
+# CUDA compiler may fuse a*b+c into one FMA).
+TOLERANCES = {
+    torch.float16: dict(rtol=1e-3, atol=1e-3),
+    torch.bfloat16: dict(rtol=8e-3, atol=8e-3),
+    torch.float32: dict(rtol=1.3e-6, atol=1e-5),
+    torch.float64: dict(rtol=1e-12, atol=1e-12),
+}
+
+
+# ---------------------------------------------------------------------------
+# Layouts: each factory returns (a, b) of one shape in one memory layout.
+# ---------------------------------------------------------------------------
+
+
+def _randn(*shape, dtype, device) -> torch.Tensor:
+    return torch.randn(shape, dtype=dtype, device=device)
+
+
+def _layouts(m: int, n: int, k: int):
+    """Layout name -> factory of (a, b) with a logical shape built from m, n, k."""
+    return {
+        "contiguous": lambda **kw: (_randn(m, n, **kw), _randn(m, n, **kw)),
+        "large-1d": lambda **kw: (_randn(k, **kw), _randn(k, **kw)),
+        "transposed": lambda **kw: (_randn(n, m, **kw).t(), _randn(n, m, **kw).t()),
+        "mixed": lambda **kw: (_randn(m, n, **kw), _randn(n, m, **kw).t()),
+        "sliced": lambda **kw: (
+            _randn(2 * m, 3 * n, **kw)[::2, ::3],
+            _randn(m, 2 * n, **kw)[:, 1::2],
+        ),
+        # Contiguous but starting one element in: not 16-byte aligned.
+        "offset": lambda **kw: (
+            _randn(m * n + 1, **kw)[1:].view(m, n),
+            _randn(m * n + 1, **kw)[1:].view(m, n),
+        ),
+        "expanded": lambda **kw: (
+            _randn(1, n, **kw).expand(m, n),
+            _randn(m, 1, **kw).expand(m, n),
+        ),
+        "permuted-3d": lambda **kw: (
+            _randn(m, n, 3, **kw).permute(2, 0, 1),
+            _randn(3, m, n, **kw),
+        ),
+        "empty": lambda **kw: (_randn(0, n, **kw), _randn(0, n, **kw)),
+        "0-dim": lambda **kw: (_randn(**kw), _randn(**kw)),
+    }
+
+
+# Odd sizes on purpose: the CUDA fast path moves 16 bytes at a time and
+# handles the remainder separately; 70001 elements span several CPU threads'
+# chunks. SMALL_LAYOUTS keep gradcheck's numerical Jacobians small.
+LAYOUTS: dict[str, Callable[..., tuple[torch.Tensor, torch.Tensor]]] = _layouts(37, 129, 70001)
+SMALL_LAYOUTS = _layouts(3, 5, 11)
+
+
+def make_inputs(layout: str, dtype=torch.float32, device="cpu", requires_grad=False, small=False):
+    a, b = (SMALL_LAYOUTS if small else LAYOUTS)[layout](dtype=dtype, device=device)
+    if requires_grad:
+        # Keep the layout: requires_grad_ on the view would make it a non-leaf.
+        a = a.detach().requires_grad_()
+        b = b.detach().requires_grad_()
+    return a, b
+
+
+# ---------------------------------------------------------------------------
+# Ops under test, with their reference and how to call them.
+# ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Op:
+    name: str
+    call: Callable  # (a, b) -> Tensor, through extension_cpp.ops
+    reference: Callable  # (a, b) -> Tensor, in PyTorch
+    args: Callable  # (a, b) -> tuple of arguments for the raw op
+    exact: bool  # result must equal PyTorch's bit for bit
+
+    @property
+    def overload(self):
+        return getattr(torch.ops.extension_cpp, self.name).default
+
+
+C = 1.25
+
+
+def _myadd_out_call(a, b):
+    out = torch.empty(a.shape, dtype=a.dtype, device=a.device)
+    extension_cpp.myadd_out(a, b, out)
+    return out
+
+
+OPS = {
+    "mymuladd": Op(
+        "mymuladd",
+        call=lambda a, b: extension_cpp.mymuladd(a, b, C),
+        # Rounded once from float64: ours rounds once from float, eager rounds twice.
+        reference=lambda a, b: (a.double() * b.double() + C).to(a.dtype),
+        args=lambda a, b: (a, b, C),
+        exact=False,
+    ),
+    "mymul": Op(
+        "mymul",
+        call=extension_cpp.mymul,
+        reference=torch.mul,
+        args=lambda a, b: (a, b),
+        exact=True,
+    ),
+    "myadd_out": Op(
+        "myadd_out",
+        call=_myadd_out_call,
+        reference=torch.add,
+        args=lambda a, b: (a, b, torch.empty(a.shape, dtype=a.dtype, device=a.device)),
+        exact=True,
+    ),
+}
+
+FUNCTIONAL_OPS = ["mymuladd", "mymul"]

@@ -1,0 +1,147 @@
+"""Gradients: their math (gradcheck, gradgradcheck in float64), what the
+backward dispatches, what it saves, and the out= op's refusal of autograd."""
+
+import pytest
+import torch
+from torch.autograd import gradcheck, gradgradcheck
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import extension_cpp
+
+from .cases import C, FUNCTIONAL_OPS, LAYOUTS, OPS, devices, make_inputs
+
+# gradcheck perturbs inputs in place: expanded views (several elements in one
+# memory location) and empty tensors can't be perturbed meaningfully.
+GRAD_LAYOUTS = [name for name in LAYOUTS if name not in ("expanded", "empty")]
+
+
+@pytest.mark.parametrize("layout", GRAD_LAYOUTS)
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("op_name", FUNCTIONAL_OPS)
+def test_gradcheck(op_name, device, layout):
+    a, b = make_inputs(layout, torch.float64, device, requires_grad=True, small=True)
+    assert gradcheck(OPS[op_name].call, (a, b), fast_mode=False)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "0-dim"])
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("op_name", FUNCTIONAL_OPS)
+def test_gradgradcheck(op_name, device, layout):
+    a, b = make_inputs(layout, torch.float64, device, requires_grad=True, small=True)
+    assert gradgradcheck(OPS[op_name].call, (a, b))
+
+
+@pytest.mark.parametrize("device", devices())
+def test_third_derivative(device):
+    """mymul's backward is built from mymul, so derivatives of any order exist."""
+    a = torch.tensor(3.0, dtype=torch.float64, device=device, requires_grad=True)
+    y = extension_cpp.mymul(extension_cpp.mymul(a, a), a)  # a^3
+    (g1,) = torch.autograd.grad(y, a, create_graph=True)  # 3a^2
+    (g2,) = torch.autograd.grad(g1, a, create_graph=True)  # 6a
+    (g3,) = torch.autograd.grad(g2, a)  # 6
+    assert (g1.item(), g2.item(), g3.item()) == (27.0, 18.0, 6.0)
+
+
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("op_name", FUNCTIONAL_OPS)
+def test_backward_with_stride_zero_gradient(op_name, device):
+    """out.sum().backward() sends an expanded (stride 0) gradient."""
+    a, b = make_inputs("transposed", torch.float64, device, requires_grad=True)
+    OPS[op_name].call(a, b).sum().backward()
+    torch.testing.assert_close(a.grad, b.detach())
+    torch.testing.assert_close(b.grad, a.detach())
+
+
+@pytest.mark.parametrize("requires", ["a", "b", "both"])
+@pytest.mark.parametrize("op_name", FUNCTIONAL_OPS)
+def test_gradient_only_for_inputs_that_need_it(op_name, requires):
+    a, b = make_inputs("contiguous", torch.float64)
+    a.requires_grad_(requires in ("a", "both"))
+    b.requires_grad_(requires in ("b", "both"))
+    OPS[op_name].call(a, b).sum().backward()
+    assert (a.grad is not None) == a.requires_grad
+    assert (b.grad is not None) == b.requires_grad
+
+
+class RecordOps(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(str(func.overloadpacket))
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("op_name", FUNCTIONAL_OPS)
+def test_backward_dispatches_mymul(op_name, device):
+    a, b = make_inputs("contiguous", torch.float32, device, requires_grad=True)
+    out = OPS[op_name].call(a, b)
+    with RecordOps() as recorded:
+        out.backward(torch.ones_like(out))
+    products = [name for name in recorded.ops if name.startswith("extension_cpp.")]
+    assert products == ["extension_cpp.mymul", "extension_cpp.mymul"], recorded.ops
+    assert "aten.mul" not in recorded.ops
+
+
+class CountSaved:
+    """Counts the tensors autograd saves, through the saved-tensor hooks."""
+
+    def __init__(self):
+        self.count = 0
+
+    def pack(self, t):
+        self.count += 1
+        return t
+
+    def __enter__(self):
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(self.pack, lambda t: t)
+        self._hooks.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._hooks.__exit__(*exc)
+
+
+@pytest.mark.parametrize(("requires", "saved"), [("a", 1), ("b", 1), ("both", 2), ("none", 0)])
+@pytest.mark.parametrize("op_name", FUNCTIONAL_OPS)
+def test_saves_only_what_backward_needs(op_name, requires, saved):
+    a, b = make_inputs("contiguous")
+    a.requires_grad_(requires in ("a", "both"))
+    b.requires_grad_(requires in ("b", "both"))
+    with CountSaved() as counter:
+        OPS[op_name].call(a, b)
+    assert counter.count == saved
+
+
+@pytest.mark.parametrize("op_name", FUNCTIONAL_OPS)
+def test_no_graph_under_no_grad(op_name):
+    a, b = make_inputs("contiguous", requires_grad=True)
+    with torch.no_grad():
+        out = OPS[op_name].call(a, b)
+    assert out.grad_fn is None and not out.requires_grad
+
+
+@pytest.mark.parametrize("arg", ["a", "b"])
+@pytest.mark.parametrize("device", devices())
+def test_myadd_out_refuses_autograd(device, arg):
+    a, b = make_inputs("contiguous", device=device)
+    out = torch.empty_like(a)
+    {"a": a, "b": b}[arg].requires_grad_()
+    with pytest.raises(
+        RuntimeError,
+        match=f"myadd_out: out= operations do not support automatic differentiation, "
+        f"but {arg} requires grad",
+    ):
+        extension_cpp.myadd_out(a, b, out)
+    with torch.no_grad():
+        extension_cpp.myadd_out(a, b, out)
+    torch.testing.assert_close(out, (a + b).detach())
+
+
+def test_mymuladd_c_has_no_gradient():
+    a, b = make_inputs("contiguous", torch.float64, requires_grad=True)
+    out = extension_cpp.mymuladd(a, b, C)
+    (ga, gb) = torch.autograd.grad(out.sum(), (a, b))
+    torch.testing.assert_close(ga, b.detach())
