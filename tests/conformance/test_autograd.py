@@ -8,7 +8,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import extension_cpp
 
-from .cases import C, FUNCTIONAL_OPS, LAYOUTS, OPS, devices, make_inputs
+from .cases import FUNCTIONAL_OPS, LAYOUTS, OPS, C, devices, make_inputs
 
 # gradcheck perturbs inputs in place: expanded views (several elements in one
 # memory location) and empty tensors can't be perturbed meaningfully.
@@ -120,7 +120,8 @@ def test_no_graph_under_no_grad(op_name):
     a, b = make_inputs("contiguous", requires_grad=True)
     with torch.no_grad():
         out = OPS[op_name].call(a, b)
-    assert out.grad_fn is None and not out.requires_grad
+    assert out.grad_fn is None
+    assert not out.requires_grad
 
 
 @pytest.mark.parametrize("arg", ["a", "b"])

@@ -22,7 +22,9 @@ def test_matches_pytorch(op_name, device, dtype, layout):
     op = OPS[op_name]
     a, b = make_inputs(layout, dtype, device)
     out = op.call(a, b)
-    assert out.shape == a.shape and out.dtype == dtype and out.device == a.device
+    assert out.shape == a.shape
+    assert out.dtype == dtype
+    assert out.device == a.device
     assert_matches_reference(op, out, a, b)
 
 
@@ -44,7 +46,8 @@ def test_inputs_are_not_modified(op_name, device, layout):
     a, b = make_inputs(layout, device=device)
     a0, b0 = a.clone(), b.clone()
     OPS[op_name].call(a, b)
-    assert torch.equal(a, a0) and torch.equal(b, b0)
+    assert torch.equal(a, a0)
+    assert torch.equal(b, b0)
 
 
 def test_mymuladd_computes_half_types_in_float():
