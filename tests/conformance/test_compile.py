@@ -1,0 +1,180 @@
+"""torch.compile and torch.export: one graph, no break, same answer as eager."""
+
+import pytest
+import torch
+from torch._dynamo.testing import CompileCounterWithBackend
+
+import extension_cpp
+
+from .cases import LAYOUTS, devices, make_inputs, requires_cuda
+
+
+def pipeline(a, b):
+    """Uses all three ops between regular PyTorch ops."""
+    x = extension_cpp.mymuladd(a, b, 0.5)
+    y = extension_cpp.mymul(x.sin(), b)
+    out = torch.empty_like(y)
+    extension_cpp.myadd_out(y, x, out)
+    return out * 2
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("device", devices())
+def test_compile_fullgraph_matches_eager(device, layout):
+    a, b = make_inputs(layout, device=device)
+    counter = CompileCounterWithBackend("inductor")
+    compiled = torch.compile(pipeline, backend=counter, fullgraph=True)
+    torch.testing.assert_close(compiled(a, b), pipeline(a, b))
+    assert counter.frame_count == 1  # one graph: no break
+
+
+@pytest.mark.parametrize("device", devices())
+def test_compile_graph_contains_the_ops(device):
+    graphs = []
+
+    def capture(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    a, b = make_inputs("contiguous", device=device)
+    torch.compile(pipeline, backend=capture, fullgraph=True)(a, b)
+    targets = {str(n.target) for n in graphs[0].graph.nodes if n.op == "call_function"}
+    assert {
+        "extension_cpp.mymuladd.default",
+        "extension_cpp.mymul.default",
+        "extension_cpp.myadd_out.default",
+    } <= targets
+
+
+@pytest.mark.parametrize("device", devices())
+def test_compile_dynamic_does_not_recompile(device):
+    compiled = torch.compile(pipeline, dynamic=True, fullgraph=True)
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        for n in (3, 17, 64, 1000):
+            a, b = torch.randn(n, 5, device=device), torch.randn(n, 5, device=device)
+            torch.testing.assert_close(compiled(a, b), pipeline(a, b))
+
+
+@pytest.mark.parametrize("device", devices())
+def test_compile_backward_matches_eager(device):
+    def loss(a, b):
+        return extension_cpp.mymul(extension_cpp.mymuladd(a, b, 1.0), a).sum()
+
+    a, b = make_inputs("transposed", torch.float64, device, requires_grad=True)
+    expected = torch.autograd.grad(loss(a, b), (a, b))
+    got = torch.autograd.grad(torch.compile(loss, fullgraph=True)(a, b), (a, b))
+    torch.testing.assert_close(got, expected)
+
+
+class Module(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", torch.randn(7, 11))
+
+    def forward(self, a, b):
+        return pipeline(extension_cpp.mymul(a, self.scale), b)
+
+
+@pytest.mark.parametrize("device", devices())
+def test_export_matches_eager(device):
+    model = Module().to(device)
+    a, b = torch.randn(7, 11, device=device), torch.randn(7, 11, device=device)
+    exported = torch.export.export(model, (a, b))
+    targets = {str(n.target) for n in exported.graph.nodes if n.op == "call_function"}
+    assert "extension_cpp.mymuladd.default" in targets
+    assert "extension_cpp.mymul.default" in targets
+    a2, b2 = torch.randn(7, 11, device=device), torch.randn(7, 11, device=device)
+    torch.testing.assert_close(exported.module()(a2, b2), model(a2, b2))
+
+
+@pytest.mark.parametrize("device", devices())
+def test_export_dynamic_shapes(device):
+    def f(a, b):
+        return extension_cpp.mymuladd(a, b, 3.0)
+
+    class M(torch.nn.Module):
+        def forward(self, a, b):
+            return f(a, b)
+
+    batch = torch.export.Dim("batch")
+    a, b = torch.randn(4, 3, device=device), torch.randn(4, 3, device=device)
+    exported = torch.export.export(M(), (a, b), dynamic_shapes=({0: batch}, {0: batch}))
+    a2, b2 = torch.randn(9, 3, device=device), torch.randn(9, 3, device=device)
+    torch.testing.assert_close(exported.module()(a2, b2), f(a2, b2))
+
+
+# ---------------------------------------------------------------------------
+# CUDA: graphs and streams (pytorch/pytorch#157363: a kernel launched on the
+# legacy default stream gives wrong results or fails under CUDA graphs).
+# ---------------------------------------------------------------------------
+
+
+@requires_cuda
+@pytest.mark.cuda
+def test_reduce_overhead_cuda_graphs_beside_linear():
+    linear = torch.nn.Linear(64, 64, device="cuda")
+
+    def model(x, b):
+        return extension_cpp.mymuladd(linear(x), b, 1.0).relu()
+
+    compiled = torch.compile(model, mode="reduce-overhead", fullgraph=True)
+    b = torch.randn(32, 64, device="cuda")
+    with torch.no_grad():
+        for _ in range(4):  # warm-up, record, replay
+            x = torch.randn(32, 64, device="cuda")
+            torch.testing.assert_close(compiled(x, b).clone(), model(x, b))
+
+
+@requires_cuda
+@pytest.mark.cuda
+def test_cuda_graph_capture_and_replay():
+    a, b = torch.randn(1000, device="cuda"), torch.randn(1000, device="cuda")
+    out = torch.empty_like(a)
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):  # warm up off the default stream
+        extension_cpp.myadd_out(a, b, out)
+    torch.cuda.current_stream().wait_stream(stream)
+    with torch.cuda.graph(graph):
+        result = extension_cpp.mymuladd(a, b, 2.0)
+        extension_cpp.myadd_out(result, b, out)
+    a.copy_(torch.randn(1000, device="cuda"))
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(result, a * b + 2.0)
+    torch.testing.assert_close(out, result + b)
+
+
+@requires_cuda
+@pytest.mark.cuda
+@pytest.mark.parametrize("op_name", ["mymuladd", "mymul", "myadd_out"])
+def test_runs_on_the_current_stream(op_name):
+    """On a side stream the kernel must wait for work queued before it there.
+
+    The side stream first sleeps, then fills a. A kernel launched on any other
+    stream would run during the sleep and read a before it is filled.
+    """
+    from .cases import OPS
+
+    op = OPS[op_name]
+    src = torch.randn(1 << 20, device="cuda")
+    b = torch.randn(1 << 20, device="cuda")
+    a = torch.zeros_like(src)
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(50_000_000)  # ~tens of ms of GPU time
+        a.copy_(src)
+        out = op.call(a, b)
+    side.synchronize()
+    torch.testing.assert_close(
+        out, op.reference(src, b), **({} if not op.exact else dict(rtol=0, atol=0))
+    )

@@ -1,0 +1,178 @@
+"""Bad input: a RuntimeError that names the op, the argument and what was
+received, with the same words in eager mode (the C++ checks) and under
+torch.compile (the fake kernels' checks)."""
+
+import re
+
+import pytest
+import torch
+
+import extension_cpp
+
+from .cases import HAS_CUDA, requires_cuda
+
+FLOAT_DTYPES = "(torch.float16, torch.bfloat16, torch.float32 or torch.float64)"
+
+
+def f32(*shape, device="cpu"):
+    return torch.randn(shape, device=device)
+
+
+def _cases():
+    """(id, function of no arguments' inputs, inputs factory, expected message)."""
+    muladd = lambda a, b: extension_cpp.mymuladd(a, b, 1.0)  # noqa: E731
+    mul = extension_cpp.mymul
+
+    def add_out(a, b, out):
+        extension_cpp.myadd_out(a, b, out)
+        return out
+
+    def overlapping_out(base, b):
+        extension_cpp.myadd_out(base[:-1], b, base[1:])
+        return base
+
+    cases = [
+        (
+            "int64-a",
+            muladd,
+            lambda: (torch.ones(3, dtype=torch.int64), f32(3)),
+            f"mymuladd: expected a to have a floating-point dtype {FLOAT_DTYPES}, got torch.int64",
+        ),
+        (
+            "bool-b",
+            mul,
+            lambda: (f32(3), torch.ones(3, dtype=torch.bool)),
+            f"mymul: expected b to have a floating-point dtype {FLOAT_DTYPES}, got torch.bool",
+        ),
+        (
+            "complex-a",
+            muladd,
+            lambda: (torch.ones(3, dtype=torch.complex64), f32(3)),
+            f"mymuladd: expected a to have a floating-point dtype {FLOAT_DTYPES}, "
+            "got torch.complex64",
+        ),
+        (
+            "int32-out",
+            add_out,
+            lambda: (f32(3), f32(3), torch.ones(3, dtype=torch.int32)),
+            f"myadd_out: expected out to have a floating-point dtype {FLOAT_DTYPES}, "
+            "got torch.int32",
+        ),
+        (
+            "dtype-mismatch",
+            muladd,
+            lambda: (f32(3), torch.ones(3, dtype=torch.float64)),
+            "mymuladd: expected a and b to have the same dtype, got torch.float32 and torch.float64",
+        ),
+        (
+            "shape-mismatch",
+            mul,
+            lambda: (f32(3), f32(4)),
+            "mymul: expected a and b to have the same shape, got [3] and [4]",
+        ),
+        (
+            "no-broadcast",
+            muladd,
+            lambda: (f32(2, 3), f32(3)),
+            "mymuladd: expected a and b to have the same shape, got [2, 3] and [3]",
+        ),
+        (
+            "out-shape",
+            add_out,
+            lambda: (f32(2, 3), f32(2, 3), f32(3, 2)),
+            "myadd_out: expected out and a to have the same shape, got [3, 2] and [2, 3]",
+        ),
+        (
+            "out-dtype",
+            add_out,
+            lambda: (f32(3), f32(3), torch.ones(3, dtype=torch.float64)),
+            "myadd_out: expected out and a to have the same dtype, got torch.float64 and "
+            "torch.float32",
+        ),
+        (
+            "out-expanded",
+            add_out,
+            lambda: (f32(4, 3), f32(4, 3), f32(1, 3).expand(4, 3)),
+            "myadd_out: expected out to have no internal overlap (each element its own memory "
+            "location, unlike an expanded tensor), got strides [0, 1] for shape [4, 3]",
+        ),
+        (
+            "out-partial-overlap",
+            overlapping_out,
+            lambda: (f32(5), f32(4)),
+            "myadd_out: out overlaps a in memory without being the same view of it",
+        ),
+    ]
+    if HAS_CUDA:
+        cases += [
+            (
+                "device-mismatch",
+                muladd,
+                lambda: (f32(3), f32(3, device="cuda")),
+                "mymuladd: expected a and b to be on the same device, got cpu and cuda:0",
+            ),
+            (
+                "out-device",
+                add_out,
+                lambda: (f32(3, device="cuda"), f32(3, device="cuda"), f32(3)),
+                "myadd_out: expected out and a to be on the same device, got cpu and cuda:0",
+            ),
+        ]
+    return cases
+
+
+CASES = {case[0]: case[1:] for case in _cases()}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_eager_error(case):
+    fn, inputs, message = CASES[case]
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        fn(*inputs())
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_compiled_error_has_the_same_words(case):
+    fn, inputs, message = CASES[case]
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="aot_eager", fullgraph=True)
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        compiled(*inputs())
+
+
+@pytest.mark.parametrize("case", ["out-partial-overlap"])
+def test_partial_overlap_leaves_memory_untouched(case):
+    fn, inputs, _ = CASES[case]
+    base, b = inputs()
+    before = base.clone()
+    with pytest.raises(RuntimeError):
+        fn(base, b)
+    assert torch.equal(base, before)
+
+
+def test_out_may_be_the_same_view_of_an_input_when_compiled():
+    def in_place(a, b):
+        extension_cpp.myadd_out(a, b, a)
+        return a
+
+    a, b = f32(6), f32(6)
+    expected = a + b
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(in_place, fullgraph=True)(a, b), expected)
+    torch.testing.assert_close(a, expected)
+
+
+def test_too_many_dimensions_is_a_clear_error():
+    """26 dimensions that no two neighbours can merge (all strides 1)."""
+    a = torch.randn(27).as_strided([2] * 26, [1] * 26)
+    with pytest.raises(RuntimeError, match="mymul: tensors with more than 25 non-mergeable"):
+        extension_cpp.mymul(a, a)
+
+
+@requires_cuda
+@pytest.mark.cuda
+def test_inputs_on_different_gpus_are_rejected():
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two CUDA GPUs")
+    with pytest.raises(RuntimeError, match="got cuda:0 and cuda:1"):
+        extension_cpp.mymul(f32(3, device="cuda:0"), f32(3, device="cuda:1"))
