@@ -62,7 +62,8 @@ def _cases():
             "dtype-mismatch",
             muladd,
             lambda: (f32(3), torch.ones(3, dtype=torch.float64)),
-            "mymuladd: expected a and b to have the same dtype, got torch.float32 and torch.float64",
+            "mymuladd: expected a and b to have the same dtype, "
+            "got torch.float32 and torch.float64",
         ),
         (
             "shape-mismatch",
