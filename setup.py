@@ -68,7 +68,7 @@ def write_build_info(with_cuda: bool) -> None:
 def extension():
     with_cuda = use_cuda()
     write_build_info(with_cuda)
-    cxx_flags = ["-O3", "-fvisibility=hidden"]
+    cxx_flags = ["-O3"]
     # Recent torch defines Py_LIMITED_API itself for py_limited_api builds
     # (to 3.10); older releases leave it to us. csrc/python_module.cpp, the
     # only file that includes Python.h, pins it to 3.9 either way.
