@@ -108,7 +108,7 @@ BinaryLayout layout_of(const char* op, const at::Tensor& out, const at::Tensor& 
   const int64_t* strides[3] = {out.strides().data(), a.strides().data(), b.strides().data()};
   BinaryLayout layout;
   TORCH_CHECK(make_binary_layout(static_cast<int>(a.dim()), a.sizes().data(), strides, &layout), op,
-              ": tensors with more than ", kMaxDims,
+              ": tensors with more than ", std::to_string(kMaxDims),
               " non-mergeable dimensions are not supported, got a tensor of shape ",
               list_str(a.sizes()), " and strides ", list_str(a.strides()));
   return layout;
