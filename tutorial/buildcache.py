@@ -34,7 +34,11 @@ def build_env() -> dict[str, str]:
     env.setdefault("MAX_JOBS", "2")
     # A toolkit behind an `nvcc` wrapper in /usr/local/bin makes torch guess
     # CUDA_HOME=/usr/local; point it at the toolkit itself.
-    if "CUDA_HOME" not in env and "CUDA_PATH" not in env and Path("/usr/local/cuda/bin/nvcc").exists():
+    if (
+        "CUDA_HOME" not in env
+        and "CUDA_PATH" not in env
+        and Path("/usr/local/cuda/bin/nvcc").exists()
+    ):
         env["CUDA_HOME"] = "/usr/local/cuda"
     return env
 
@@ -52,7 +56,9 @@ def source_key(checkpoint: Path) -> str:
         env.get("CUDA_HOME", ""),
     ):
         h.update(f"{setting}\n".encode())
-    files = [checkpoint / "setup.py"] + sorted(p for p in (checkpoint / "csrc").rglob("*") if p.is_file())
+    files = [checkpoint / "setup.py"] + sorted(
+        p for p in (checkpoint / "csrc").rglob("*") if p.is_file()
+    )
     for path in files:
         h.update(str(path.relative_to(checkpoint)).encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:20]
@@ -106,8 +112,7 @@ def run_checks(package_dir: Path | None, timeout: float = 900) -> dict:
     proc = subprocess.run(
         [sys.executable, str(CHECKS), *which],
         env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        capture_output=True,
         text=True,
         timeout=timeout,
     )

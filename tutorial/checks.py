@@ -1,6 +1,7 @@
 """Runs every check of the tutorial matrix against one extension_cpp and prints a JSON report.
 
-    PYTHONPATH=tutorial/03_fake python tutorial/checks.py --expect-package tutorial/03_fake/extension_cpp
+    PYTHONPATH=tutorial/03_fake python tutorial/checks.py \
+        --expect-package tutorial/03_fake/extension_cpp
     python tutorial/checks.py --reference      # the installed extension_cpp
 
 Run it in a fresh interpreter per checkpoint: they all define the

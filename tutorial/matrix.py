@@ -112,7 +112,7 @@ EXPECTED: dict[str, dict[str, str | Fail]] = {
 # Files (relative to the checkpoint) that step N may add or change relative
 # to step N-1; README.md changes at every step. Every other file must be
 # byte-identical. ONLY_ADDS: files whose diff may only add lines.
-# ONLY_LINES_WITH: files whose changed lines must all contain the given text.
+# ONLY_LINES_MATCHING: files whose changed lines must all match the regex.
 STEP_FILES: dict[str, set[str]] = {
     "02_impl": {
         "setup.py",
@@ -130,8 +130,10 @@ ONLY_ADDS: dict[str, set[str]] = {
     "03_fake": {"extension_cpp/ops.py"},
     "04_autograd": {"extension_cpp/ops.py"},
 }
-ONLY_LINES_WITH: dict[str, dict[str, str]] = {
-    "05_mymul_backward": {"extension_cpp/ops.py": "mymul("},
+ONLY_LINES_MATCHING: dict[str, dict[str, str]] = {
+    "05_mymul_backward": {
+        "extension_cpp/ops.py": r"^ +grad_[ab] = (torch\.mul|mymul)\(grad, [ab]\)$"
+    },
 }
 
 

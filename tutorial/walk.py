@@ -15,7 +15,6 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
 import buildcache
 import matrix

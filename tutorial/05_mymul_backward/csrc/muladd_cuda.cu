@@ -60,8 +60,8 @@ void launch(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b, Op 
   // Enough blocks for one element per thread, capped: the loop covers the rest.
   const int64_t blocks = std::min<int64_t>((n + kThreads - 1) / kThreads, 65535);
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  binary_kernel<<<blocks, kThreads, 0, stream>>>(
-      out.mutable_data_ptr<T>(), a.const_data_ptr<T>(), b.const_data_ptr<T>(), n, op);
+  binary_kernel<<<blocks, kThreads, 0, stream>>>(out.mutable_data_ptr<T>(), a.const_data_ptr<T>(),
+                                                 b.const_data_ptr<T>(), n, op);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 

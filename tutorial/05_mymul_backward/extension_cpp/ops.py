@@ -45,8 +45,10 @@ def _check_inputs(op: str, a: Tensor, b: Tensor) -> None:
     )
     torch._check(
         a.shape == b.shape,
-        lambda: f"{op}: expected a and b to have the same shape, got {list(a.shape)} and "
-        f"{list(b.shape)}",
+        lambda: (
+            f"{op}: expected a and b to have the same shape, got {list(a.shape)} and "
+            f"{list(b.shape)}"
+        ),
     )
     torch._check(
         a.device == b.device,
@@ -71,8 +73,9 @@ def _(a: Tensor, b: Tensor, out: Tensor) -> None:
     _check_inputs("myadd_out", a, b)
     torch._check(
         out.dtype == a.dtype and out.shape == a.shape and out.device == a.device,
-        lambda: f"myadd_out: expected out to match a, got {out.dtype} {list(out.shape)} "
-        f"on {out.device}",
+        lambda: (
+            f"myadd_out: expected out to match a, got {out.dtype} {list(out.shape)} on {out.device}"
+        ),
     )
     torch._check(out.is_contiguous(), lambda: "myadd_out: expected out to be contiguous")
 
