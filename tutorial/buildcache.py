@@ -32,6 +32,9 @@ def build_env() -> dict[str, str]:
     # sm_90 alone (H100/H200) keeps nvcc time down; set the variable to build for more.
     env.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
     env.setdefault("MAX_JOBS", "2")
+    # ninja (pip-installed next to this interpreter) even when the venv is not activated,
+    # as under `make tutorial`; without it BuildExtension falls back to a slow serial build.
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     # A toolkit behind an `nvcc` wrapper in /usr/local/bin makes torch guess
     # CUDA_HOME=/usr/local; point it at the toolkit itself.
     if (
