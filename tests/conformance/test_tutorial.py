@@ -1,0 +1,122 @@
+"""Each tutorial checkpoint builds and passes and fails exactly what tutorial/matrix.py declares.
+
+Each checkpoint is built once per set of C++ sources (tutorial/buildcache.py:
+steps 2-5 share one build) and checked in its own interpreter, since they all
+define the extension_cpp namespace. A declared failure must fail with its
+declared message; a pass where a failure is declared fails the test. CUDA
+cells skip without a GPU. Also checked: each step changes only the files it
+teaches, and each README shows the real diff and the real errors.
+"""
+
+import functools
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+TUTORIAL = Path(__file__).resolve().parents[2] / "tutorial"
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(f"tutorial_{name}", TUTORIAL / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+matrix = _load("matrix")
+buildcache = _load("buildcache")
+readme_diff = _load("readme_diff")
+
+ROWS = [*matrix.STAGES, matrix.REFERENCE]
+
+
+@functools.cache
+def report(stage: str) -> dict:
+    """Builds (or reuses) the checkpoint and runs its checks; once per session."""
+    if stage == matrix.REFERENCE:
+        return buildcache.run_checks(None)
+    path = TUTORIAL / stage
+    buildcache.build(path)
+    return buildcache.run_checks(path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("check", matrix.CHECK_KEYS)
+@pytest.mark.parametrize("stage", ROWS)
+def test_cell(stage, check):
+    result = report(stage)["checks"][check]
+    expected = matrix.expected(stage, check)
+    if result["status"] == "skip":
+        assert check in matrix.CUDA_CHECKS, f"only CUDA cells may skip, got {result}"
+        pytest.skip(result["error"])
+    if expected == matrix.PASS:
+        assert result["status"] == "pass", result.get("error")
+    else:
+        assert result["status"] == "fail", f"{stage}/{check} passed, declared: {expected}"
+        assert expected.match in result["error"], result["error"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stage", matrix.STAGES)
+def test_imports_the_checkpoint(stage):
+    assert report(stage)["package"] == str((TUTORIAL / stage / "extension_cpp").resolve())
+
+
+def test_reference_is_not_a_checkpoint():
+    assert not report(matrix.REFERENCE)["package"].startswith(str(TUTORIAL))
+
+
+@pytest.mark.parametrize("stage", matrix.STAGES[1:])
+def test_step_changes_only_its_files(stage):
+    prev = matrix.STAGES[matrix.STAGES.index(stage) - 1]
+    old, new = readme_diff.files(TUTORIAL / prev), readme_diff.files(TUTORIAL / stage)
+    changed = {f for f in set(old) | set(new) if old.get(f) != new.get(f)} - {"README.md"}
+    assert changed == matrix.STEP_FILES[stage]
+    for name in matrix.ONLY_ADDS.get(stage, ()):
+        removed = [
+            line
+            for line in readme_diff.difflib.ndiff(
+                old[name].decode().splitlines(), new[name].decode().splitlines()
+            )
+            if line.startswith("- ")
+        ]
+        assert removed == [], f"{stage}/{name} should only add lines"
+    for name, pattern in matrix.ONLY_LINES_MATCHING.get(stage, {}).items():
+        for line in readme_diff.difflib.ndiff(
+            old[name].decode().splitlines(), new[name].decode().splitlines()
+        ):
+            if line[:2] in ("- ", "+ "):
+                assert re.search(pattern, line[2:]), f"{stage}/{name}: {line!r} is not this step"
+
+
+@pytest.mark.parametrize("stage", matrix.STAGES[1:])
+def test_readme_diff_is_the_real_diff(stage):
+    readme = (TUTORIAL / stage / "README.md").read_text()
+    assert readme_diff.current(readme) == readme_diff.block(stage), (
+        "run python tutorial/readme_diff.py"
+    )
+
+
+def _words(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+@pytest.mark.parametrize("stage", matrix.STAGES)
+def test_readme_shows_the_real_errors(stage):
+    readme = (TUTORIAL / stage / "README.md").read_text()
+    for heading in (
+        "What you will learn",
+        "What changed",
+        "Build and run",
+        "What works now",
+        "What still fails",
+    ):
+        assert heading in readme
+    for check in matrix.CHECK_KEYS:
+        expected = matrix.expected(stage, check)
+        if isinstance(expected, matrix.Fail):
+            assert _words(expected.match) in _words(readme), (stage, check, expected.match)

@@ -1,0 +1,137 @@
+"""The tutorial's side paths: a JIT build, pybind11, and autograd.Function vs register_autograd.
+
+Each test builds (or imports) the appendix code from tutorial/appendix and
+shows concretely what the reader is told: the JIT build works without a
+setup.py; torch.compile cannot trace a pybind11 function but traces the
+TORCH_LIBRARY op; the op whose backward lives only in an autograd.Function
+wrapper fails the checks that the registered op passes.
+"""
+
+import importlib.util
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+from torch.autograd.gradcheck import GradcheckError
+from torch.testing._internal.optests import OpCheckError
+
+APPENDIX = Path(__file__).resolve().parents[2] / "tutorial" / "appendix"
+
+
+def _load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def tools_on_path(monkeypatch):
+    """ninja and the compilers that pip put next to this interpreter."""
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("tools_on_path")
+def test_jit_build(tmp_path_factory):
+    jit = _load(APPENDIX / "jit" / "jit.py", "tutorial_appendix_jit")
+    mymuladd = jit.load_op(str(tmp_path_factory.mktemp("jit_build")))
+    a, b = torch.randn(5, 3), torch.randn(5, 3)
+    torch.testing.assert_close(mymuladd(a.t(), b.t(), 0.5), a.t() * b.t() + 0.5)
+    with pytest.raises(RuntimeError, match="mymuladd: expected a and b to have the same shape"):
+        mymuladd(a, torch.randn(3), 0.5)
+
+
+@pytest.fixture(scope="module")
+def muladd_numpy(tmp_path_factory):
+    """Builds tutorial/appendix/pybind11 with its own setup.py, outside the source tree."""
+    out = tmp_path_factory.mktemp("pybind11_build")
+    subprocess.run(
+        [
+            sys.executable,
+            "setup.py",
+            "-q",
+            "build_ext",
+            "--build-lib",
+            str(out),
+            "--build-temp",
+            str(out / "tmp"),
+        ],
+        cwd=APPENDIX / "pybind11",
+        check=True,
+        capture_output=True,
+    )
+    (library,) = out.glob("muladd_numpy*.so")
+    return _load(library, "muladd_numpy")
+
+
+@pytest.mark.slow
+def test_pybind11_breaks_torch_compile(muladd_numpy):
+    import extension_cpp
+
+    def through_numpy(a, b):
+        return torch.from_numpy(muladd_numpy.muladd(a.numpy(), b.numpy(), 1.0))
+
+    a, b = torch.randn(3, 4), torch.randn(3, 4)
+    torch.testing.assert_close(through_numpy(a, b), a * b + 1.0)  # eager: fine
+    # Dynamo warns, then (fullgraph=True forbids graph breaks) raises.
+    with (
+        pytest.warns(UserWarning, match="Dynamo does not know how to trace the builtin"),
+        pytest.raises(torch._dynamo.exc.Unsupported, match="Attempted to call function marked"),
+    ):
+        torch.compile(through_numpy, fullgraph=True)(a, b)
+    # The TORCH_LIBRARY op with a fake kernel compiles into one graph.
+    compiled = torch.compile(lambda a, b: extension_cpp.mymuladd(a, b, 1.0), fullgraph=True)
+    torch.testing.assert_close(compiled(a, b), a * b + 1.0)
+
+
+@pytest.fixture(scope="module")
+def autograd_variants():
+    return _load(APPENDIX / "autograd_function" / "muladd_autograd.py", "tutorial_muladd_autograd")
+
+
+def _inputs():
+    a = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    return a, b, 1.5
+
+
+# opcheck's test_aot_dispatch_dynamic reads .grad of non-leaf tensors it makes
+# itself; the warning is PyTorch's, not the op's.
+_OPCHECK_GRAD_WARNING = "ignore:The .grad attribute of a Tensor that is not a leaf:UserWarning"
+
+
+@pytest.mark.filterwarnings(_OPCHECK_GRAD_WARNING)
+def test_registered_autograd_passes_opcheck(autograd_variants):
+    op = torch.ops.tutorial_fn.muladd_registered.default
+    result = torch.library.opcheck(op, _inputs())
+    assert set(result.values()) == {"SUCCESS"}, result
+    # Gradients reach every caller of the op, even one that knows only torch.ops.
+    assert torch.autograd.gradcheck(op, _inputs())
+    assert torch.autograd.gradcheck(autograd_variants.muladd_registered, _inputs())
+
+
+@pytest.mark.filterwarnings(_OPCHECK_GRAD_WARNING)
+def test_autograd_function_wrapper_lacks_what_opcheck_needs(autograd_variants):
+    # The wrapper itself gives correct gradients ...
+    assert torch.autograd.gradcheck(autograd_variants.muladd_function, _inputs())
+    # ... but opcheck takes ops, and the wrapper is not one,
+    with pytest.raises(ValueError, match="op must be instance of torch._ops.OpOverload"):
+        torch.library.opcheck(autograd_variants.muladd_function, _inputs())
+    # and the op under it has no backward of its own: opcheck's compiled
+    # forward+backward fails on it (PyTorch's warning, an error here),
+    op = torch.ops.tutorial_fn.muladd_plain.default
+    with pytest.raises(OpCheckError, match="an autograd kernel was not registered"):
+        torch.library.opcheck(op, _inputs(), test_utils=("test_aot_dispatch_dynamic",))
+    # and a caller that reaches the op through torch.ops (torch.export, C++,
+    # another library) gets zero gradients.
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", "tutorial_fn::muladd_plain: an autograd kernel was not registered"
+        )
+        with pytest.raises(GradcheckError, match="Jacobian mismatch"):
+            torch.autograd.gradcheck(op, _inputs())

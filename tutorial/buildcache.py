@@ -1,0 +1,128 @@
+"""Builds a tutorial checkpoint once per set of sources, and runs its checks in a subprocess.
+
+Checkpoints 02-05 compile byte-identical C++/CUDA sources (the later steps
+change only Python), so the compiled extension_cpp/_C*.so is cached by a hash
+of what goes into it (setup.py, csrc/, torch and Python versions, the CUDA
+settings) under tutorial/.build-cache/ and copied into each checkpoint that
+shares it. A reader who builds one checkpoint by hand runs the same command
+this does: `python setup.py build_ext --inplace` in the checkpoint folder.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+TUTORIAL = Path(__file__).resolve().parent
+REPO = TUTORIAL.parent
+CACHE = TUTORIAL / ".build-cache"
+CHECKS = TUTORIAL / "checks.py"
+
+
+def build_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # sm_90 alone (H100/H200) keeps nvcc time down; set the variable to build for more.
+    env.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
+    env.setdefault("MAX_JOBS", "2")
+    # ninja (pip-installed next to this interpreter) even when the venv is not activated,
+    # as under `make tutorial`; without it BuildExtension falls back to a slow serial build.
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    # A toolkit behind an `nvcc` wrapper in /usr/local/bin makes torch guess
+    # CUDA_HOME=/usr/local; point it at the toolkit itself.
+    if (
+        "CUDA_HOME" not in env
+        and "CUDA_PATH" not in env
+        and Path("/usr/local/cuda/bin/nvcc").exists()
+    ):
+        env["CUDA_HOME"] = "/usr/local/cuda"
+    return env
+
+
+def source_key(checkpoint: Path) -> str:
+    import torch
+
+    env = build_env()
+    h = hashlib.sha256()
+    for setting in (
+        torch.__version__,
+        sysconfig.get_config_var("EXT_SUFFIX"),
+        env.get("TORCH_CUDA_ARCH_LIST", ""),
+        env.get("EXTENSION_CPP_CUDA", ""),
+        env.get("CUDA_HOME", ""),
+    ):
+        h.update(f"{setting}\n".encode())
+    files = [checkpoint / "setup.py"] + sorted(
+        p for p in (checkpoint / "csrc").rglob("*") if p.is_file()
+    )
+    for path in files:
+        h.update(str(path.relative_to(checkpoint)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:20]
+
+
+def built_libraries(checkpoint: Path) -> list[str]:
+    return glob.glob(str(checkpoint / "extension_cpp" / "_C*.so"))
+
+
+def build(checkpoint: Path, log=None) -> tuple[float, bool]:
+    """Makes checkpoint/extension_cpp/_C*.so current. Returns (seconds, reused from the cache)."""
+    start = time.perf_counter()
+    entry = CACHE / source_key(checkpoint)
+    for old in built_libraries(checkpoint):
+        os.remove(old)
+    if not (entry / "done").exists():
+        proc = subprocess.run(
+            [sys.executable, "setup.py", "build_ext", "--inplace"],
+            cwd=checkpoint,
+            env=build_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        if log is not None:
+            log.write(proc.stdout)
+        if proc.returncode != 0:
+            raise RuntimeError(f"building {checkpoint.name} failed:\n{proc.stdout[-4000:]}")
+        libraries = built_libraries(checkpoint)
+        shutil.rmtree(entry, ignore_errors=True)
+        entry.mkdir(parents=True)
+        for library in libraries:
+            shutil.copy2(library, entry)
+        (entry / "done").write_text(checkpoint.name + "\n")
+        return time.perf_counter() - start, False
+    for library in entry.glob("_C*.so"):
+        shutil.copy2(library, checkpoint / "extension_cpp" / library.name)
+    return time.perf_counter() - start, True
+
+
+def run_checks(package_dir: Path | None, timeout: float = 900) -> dict:
+    """Runs checks.py in a fresh interpreter (the extension_cpp namespace can be
+    defined once per process). package_dir: the checkpoint to import, or None
+    for the installed reference package. Returns checks.py's JSON report."""
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    which = ["--reference"]
+    if package_dir is not None:
+        env["PYTHONPATH"] = str(package_dir)
+        which = ["--expect-package", str(package_dir / "extension_cpp")]
+    proc = subprocess.run(
+        [sys.executable, str(CHECKS), *which],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(
+            f"checks.py failed for {package_dir} (rc {proc.returncode}):\n"
+            f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        )
+    return json.loads(lines[-1])

@@ -1,0 +1,225 @@
+"""Runs every check of the tutorial matrix against one extension_cpp and prints a JSON report.
+
+    PYTHONPATH=tutorial/03_fake python tutorial/checks.py \
+        --expect-package tutorial/03_fake/extension_cpp
+    python tutorial/checks.py --reference      # the installed extension_cpp
+
+Run it in a fresh interpreter per checkpoint: they all define the
+extension_cpp namespace, which a process can load once. Each check reports
+"pass", "fail" with the error (type and message), or "skip" with a reason.
+Warnings are errors, as in the test suite.
+Nothing here reads a checkpoint's source: it calls the ops and watches what
+PyTorch does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+import warnings
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+_ops = None  # torch.ops.extension_cpp, once the package under test is imported
+
+
+def _samples(device: str, requires_grad: bool):
+    """(op, args) pairs covering the three ops: contiguous and transposed inputs."""
+    g = torch.Generator().manual_seed(0)
+
+    def rand(*shape, transpose=False):
+        t = torch.randn(*shape, generator=g).to(device)
+        if transpose:
+            t = t.t()
+        return t.requires_grad_(requires_grad)
+
+    out = []
+    for transpose in (False, True):
+        a, b = rand(3, 5, transpose=transpose), rand(3, 5, transpose=transpose)
+        out.append((_ops.mymuladd.default, (a, b, 1.5)))
+        out.append((_ops.mymul.default, (a, b)))
+    a, b = torch.randn(3, 5, generator=g).to(device), torch.randn(3, 5, generator=g).to(device)
+    out.append((_ops.myadd_out.default, (a, b, torch.empty(3, 5, device=device))))
+    return out
+
+
+def _eager(device: str) -> None:
+    if device == "cuda" and not torch.cuda.is_available():
+        raise _Skip("no GPU")
+    stream = torch.cuda.Stream() if device == "cuda" else None
+    g = torch.Generator().manual_seed(1)
+    for dtype in (torch.float32, torch.float64):
+        for shape, transpose in (((7, 9), False), ((7, 9), True), ((0,), False), ((), False)):
+            a = torch.randn(shape, generator=g, dtype=dtype).to(device)
+            b = torch.randn(shape, generator=g, dtype=dtype).to(device)
+            if transpose:
+                a, b = a.t(), b.t()
+            if stream is not None:
+                stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream) if stream is not None else _nullcontext():
+                got_muladd = _ops.mymuladd(a, b, 0.5)
+                got_mul = _ops.mymul(a, b)
+                out = torch.empty(a.shape, dtype=dtype, device=device)
+                _ops.myadd_out(a, b, out)
+                inplace = a.clone(memory_format=torch.contiguous_format)
+                _ops.myadd_out(inplace, b, inplace)
+            if stream is not None:
+                stream.synchronize()
+            torch.testing.assert_close(got_muladd, a * b + 0.5)
+            torch.testing.assert_close(got_mul, a * b)
+            torch.testing.assert_close(out, a + b)
+            torch.testing.assert_close(inplace, a + b)
+            if not got_muladd.is_contiguous():
+                raise AssertionError("mymuladd returned a non-contiguous tensor")
+
+
+class _nullcontext:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class _Skip(Exception):
+    pass
+
+
+def _opcheck(test_util: str) -> None:
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    for device in devices:
+        for requires_grad in (False, True):
+            for op, args in _samples(device, requires_grad):
+                if requires_grad and op is _ops.myadd_out.default:
+                    continue  # out= ops do not support autograd, like PyTorch's own
+                torch.library.opcheck(op, args, test_utils=(test_util,))
+
+
+def _compile() -> None:
+    def f(a, b):
+        x = _ops.mymuladd(a, b, 1.5)
+        y = _ops.mymul(x, b)
+        out = torch.empty_like(y)
+        _ops.myadd_out(y, a, out)
+        return out
+
+    compiled = torch.compile(f, fullgraph=True)
+    g = torch.Generator().manual_seed(2)
+    for transpose in (False, True):
+        a, b = torch.randn(6, 4, generator=g), torch.randn(6, 4, generator=g)
+        if transpose:
+            a, b = a.t(), b.t()
+        torch.testing.assert_close(compiled(a, b), (a * b + 1.5) * b + a)
+
+
+def _gradcheck() -> None:
+    g = torch.Generator().manual_seed(3)
+    a = torch.randn(4, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(4, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    for fn, args in ((_ops.mymuladd, (a, b, 0.5)), (_ops.mymul, (a, b))):
+        torch.autograd.gradcheck(fn, args)
+        torch.autograd.gradgradcheck(fn, args)
+
+
+class _Recorder(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.ops: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def _backward_mymul() -> None:
+    a = torch.randn(4, 3, requires_grad=True)
+    b = torch.randn(4, 3, requires_grad=True)
+    out = _ops.mymuladd(a, b, 0.5)
+    recorder = _Recorder()
+    with recorder:
+        out.backward(torch.ones_like(out))
+    if "extension_cpp.mymul.default" not in recorder.ops:
+        raise AssertionError(
+            f"backward dispatched {', '.join(recorder.ops)}; no extension_cpp.mymul among them"
+        )
+
+
+CHECK_FUNCTIONS = {
+    "eager_cpu": lambda: _eager("cpu"),
+    "eager_cuda": lambda: _eager("cuda"),
+    "test_schema": lambda: _opcheck("test_schema"),
+    "test_faketensor": lambda: _opcheck("test_faketensor"),
+    "test_autograd_registration": lambda: _opcheck("test_autograd_registration"),
+    "test_aot_dispatch_dynamic": lambda: _opcheck("test_aot_dispatch_dynamic"),
+    "compile": _compile,
+    "gradcheck": _gradcheck,
+    "backward_mymul": _backward_mymul,
+}
+
+
+def _error_text(e: BaseException) -> str:
+    """The error and its causes, as the reader sees them in a traceback."""
+    parts = []
+    while e is not None:
+        parts.append(f"{type(e).__module__}.{type(e).__qualname__}: {e}")
+        e = e.__cause__ or e.__context__
+    return "\n  caused by: ".join(parts)
+
+
+def main() -> None:
+    global _ops
+    parser = argparse.ArgumentParser(description=__doc__)
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--expect-package", help="the checkpoint's extension_cpp folder")
+    which.add_argument(
+        "--reference", action="store_true", help="expect the installed package, not a checkpoint"
+    )
+    args = parser.parse_args()
+
+    import extension_cpp
+
+    found = os.path.realpath(os.path.dirname(extension_cpp.__file__))
+    if args.reference:
+        tutorial = os.path.dirname(os.path.realpath(__file__))
+        if found.startswith(tutorial + os.sep):
+            sys.exit(f"imported a tutorial checkpoint ({found}), expected the installed package")
+    elif found != os.path.realpath(args.expect_package):
+        sys.exit(f"imported extension_cpp from {found}, expected {args.expect_package}")
+    _ops = torch.ops.extension_cpp
+
+    results = {}
+    for key, check in CHECK_FUNCTIONS.items():
+        torch.manual_seed(0)
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            # As in the test suite: a warning is a failure. The one that matters
+            # here is PyTorch's "an autograd kernel was not registered to the
+            # Autograd key(s) but we are trying to backprop through it", which
+            # comes with silently wrong (zero) gradients.
+            warnings.simplefilter("error")
+            # opcheck's test_aot_dispatch_dynamic reads .grad of the non-leaf
+            # tensors it makes itself: PyTorch's warning, not the op's.
+            warnings.filterwarnings(
+                "ignore", "The .grad attribute of a Tensor that is not a leaf", UserWarning
+            )
+            try:
+                check()
+                result = {"status": "pass"}
+            except _Skip as e:
+                result = {"status": "skip", "error": str(e)}
+            except Exception as e:  # noqa: BLE001  (every failure is a result)
+                result = {"status": "fail", "error": _error_text(e)}
+                if os.environ.get("TUTORIAL_CHECKS_TRACEBACK"):
+                    traceback.print_exc()
+        result["seconds"] = round(time.perf_counter() - start, 2)
+        results[key] = result
+    print(json.dumps({"package": found, "cuda": torch.cuda.is_available(), "checks": results}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+"""Walks the tutorial: builds each checkpoint in order, runs its checks, prints the matrix.
+
+    python tutorial/walk.py          # what `make tutorial` runs
+
+One row per checkpoint, then the installed reference package's row. Every
+cell is compared with what tutorial/matrix.py declares: a check that passes
+where a failure is declared, or fails with another error, is reported and
+makes the walk exit 1. CUDA cells are "skip (no GPU)" on a machine without
+one. The matrix is also written to docs/results/tutorial_matrix.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import buildcache
+import matrix
+from matrix import PASS, Fail
+
+RESULTS = buildcache.REPO / "docs" / "results"
+SYMBOL = {"pass": "✓", "fail": "✗", "skip": "-"}
+
+
+def judge(stage: str, check: str, result: dict) -> dict:
+    """The cell: the result, what was expected, and whether they agree."""
+    expected = matrix.expected(stage, check)
+    status, error = result["status"], result.get("error", "")
+    cell = {"status": status, "expected": "pass" if expected == PASS else "fail"}
+    if isinstance(expected, Fail):
+        cell["match"] = expected.match
+        cell["reason"] = expected.reason
+    if status == "skip":
+        cell["reason"] = f"skip ({error})"
+        cell["as_expected"] = None
+    elif expected == PASS:
+        cell["as_expected"] = status == "pass"
+    else:
+        cell["as_expected"] = status == "fail" and expected.match in error
+    if status == "fail":
+        cell["error"] = error
+    return cell
+
+
+def print_header(width: int) -> None:
+    titles = [title for _, title, _ in matrix.CHECKS]
+    print(f"{'':{width}}  " + "  ".join(titles))
+
+
+def print_row(stage: str, cells: dict, width: int) -> None:
+    parts = []
+    for key, title, _ in matrix.CHECKS:
+        mark = SYMBOL[cells[key]["status"]] + ("!" if cells[key]["as_expected"] is False else "")
+        parts.append(f"{mark:^{len(title)}}")
+    print(f"{stage:{width}}  " + "  ".join(parts), flush=True)
+    reasons: dict[str, list[str]] = {}
+    for key, title, _ in matrix.CHECKS:
+        cell = cells[key]
+        if cell["status"] != "pass" and cell["as_expected"] is not False:
+            reasons.setdefault(cell.get("reason", "?"), []).append(title)
+    for reason, titles in reasons.items():
+        print(f"{'':{width}}    {', '.join(titles)}: {reason}")
+    for key, title, _ in matrix.CHECKS:
+        cell = cells[key]
+        if cell["as_expected"] is False:
+            want = "pass" if cell["expected"] == "pass" else f"fail with {cell['match']!r}"
+            got = cell.get("error", "pass").splitlines()[0][:300]
+            print(f"{'':{width}}    UNEXPECTED {title}: expected {want}, got: {got}")
+
+
+def write_results(report: dict) -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "tutorial_matrix.json").write_text(json.dumps(report, indent=2) + "\n")
+    titles = [title for _, title, _ in matrix.CHECKS]
+    lines = [
+        "| checkpoint | " + " | ".join(titles) + " |",
+        "|---|" + "---|" * len(titles),
+    ]
+    for stage, cells in report["stages"].items():
+        row = []
+        for key, _, _ in matrix.CHECKS:
+            cell = cells[key]
+            if cell["status"] == "pass":
+                text = "pass"
+            elif cell["status"] == "skip":
+                text = cell["reason"]
+            else:
+                text = f"fail: {cell.get('reason', '?')}"
+            if cell["as_expected"] is False:
+                text += " (UNEXPECTED)"
+            row.append(text)
+        lines.append(f"| {stage} | " + " | ".join(row) + " |")
+    lines.append("")
+    lines.append(
+        f"torch {report['torch']}, {'with' if report['cuda'] else 'without'} a GPU; "
+        "expected results are declared in `tutorial/matrix.py`. Columns: "
+        + "; ".join(f"**{title}**: {what}" for _, title, what in matrix.CHECKS)
+        + "."
+    )
+    (RESULTS / "tutorial_matrix.md").write_text("\n".join(lines) + "\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-reference", action="store_true", help="skip the reference row")
+    args = parser.parse_args()
+
+    import torch
+
+    cuda = torch.cuda.is_available()
+    print(f"torch {torch.__version__}; GPU: {torch.cuda.get_device_name() if cuda else 'none'}")
+    width = max(len(s) for s in matrix.STAGES + [matrix.REFERENCE])
+    report = {"torch": torch.__version__, "cuda": cuda, "stages": {}}
+    rows = [(stage, buildcache.TUTORIAL / stage) for stage in matrix.STAGES]
+    if not args.no_reference:
+        rows.append((matrix.REFERENCE, None))
+    failures = 0
+    start = time.perf_counter()
+    for i, (stage, path) in enumerate(rows, 1):
+        tag = f"[{i}/{len(rows)}] {stage}"
+        if path is not None:
+            print(f"{tag}: building ...", end=" ", flush=True)
+            seconds, cached = buildcache.build(path)
+            print(f"{'reused a cached build' if cached else 'built'} in {seconds:.1f}s", flush=True)
+        print(f"{tag}: running {len(matrix.CHECKS)} checks ...", end=" ", flush=True)
+        t0 = time.perf_counter()
+        result = buildcache.run_checks(path)
+        print(f"{time.perf_counter() - t0:.1f}s", flush=True)
+        cells = {key: judge(stage, key, result["checks"][key]) for key in matrix.CHECK_KEYS}
+        report["stages"][stage] = cells
+        failures += sum(cell["as_expected"] is False for cell in cells.values())
+        print_header(width)
+        print_row(stage, cells, width)
+        print(flush=True)
+
+    print("The matrix (✓ pass, ✗ fails as declared, - skipped, ! not as declared):")
+    print_header(width)
+    for stage, cells in report["stages"].items():
+        print_row(stage, cells, width)
+    write_results(report)
+    print(f"\nwrote {RESULTS / 'tutorial_matrix.json'} and .md")
+    print(f"{time.perf_counter() - start:.0f}s in all; ", end="")
+    if failures:
+        print(f"{failures} cell(s) not as declared in tutorial/matrix.py")
+        return 1
+    print("every cell as declared in tutorial/matrix.py")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
