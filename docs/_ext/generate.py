@@ -188,25 +188,6 @@ def _tutorial_pages(tutorial_dir: str) -> list[str]:
                 lines += [_rewrite_links(f.read(), stage, out_dir, files), ""]
         else:
             lines += [f"# {name}", ""]
-        if i > 0:
-            prev = os.path.basename(stages[i - 1])
-            diff = _stage_diff(stages[i - 1], stage)
-            lines += [f"## What changed since {prev}", ""]
-            if diff:
-                diff_name = f"{name}.diff"
-                _write(os.path.join(out_dir, diff_name), diff)
-                written.add(diff_name)
-                lines += [
-                    f"`diff -u tutorial/{prev} tutorial/{name}`, computed when these docs "
-                    "were built:",
-                    "",
-                    f"```{{literalinclude}} {diff_name}",
-                    ":language: diff",
-                    "```",
-                    "",
-                ]
-            else:
-                lines += ["No file differs from the previous checkpoint.", ""]
         lines += ["## The code of this checkpoint", ""]
         lines += [
             f"Every file in `tutorial/{name}/`, as it is in the repository "
@@ -223,6 +204,25 @@ def _tutorial_pages(tutorial_dir: str) -> list[str]:
                 "```",
                 "",
             ]
+        if i > 0:
+            prev = os.path.basename(stages[i - 1])
+            diff = _stage_diff(stages[i - 1], stage)
+            lines += [f"## Every change since {prev}", ""]
+            if diff:
+                diff_name = f"{name}.diff"
+                _write(os.path.join(out_dir, diff_name), diff)
+                written.add(diff_name)
+                lines += [
+                    f"`diff -u tutorial/{prev} tutorial/{name}`, computed when these docs "
+                    "were built:",
+                    "",
+                    f"```{{literalinclude}} {diff_name}",
+                    ":language: diff",
+                    "```",
+                    "",
+                ]
+            else:
+                lines += ["No file differs from the previous checkpoint.", ""]
         _write(os.path.join(out_dir, f"{name}.md"), "\n".join(lines))
         written.add(f"{name}.md")
         docnames.append(f"/_generated/tutorial/{name}")
@@ -278,12 +278,16 @@ def _schemas_fragment() -> str:
 # Results made by other commands
 
 
+def _from_srcdir(path: str) -> str:
+    """A path Sphinx reads relative to docs/, whichever page includes the fragment."""
+    return "/" + os.path.relpath(path, DOCS).replace(os.sep, "/")
+
+
 def _include_or_missing(name: str, what: str, command: str) -> str:
     path = os.path.join(RESULTS, name)
     if not os.path.exists(path):
         return _missing(what, path, command)
-    rel = os.path.relpath(path, os.path.join(GENERATED, "fragments"))
-    return f"```{{include}} {rel}\n```\n"
+    return f"```{{include}} {_from_srcdir(path)}\n```\n"
 
 
 def _conformance_fragment() -> str:
@@ -302,14 +306,13 @@ def _performance_fragment() -> str:
     data = sorted(glob.glob(os.path.join(perf, "*.json")))
     if not (pngs or tables or data):
         return _missing("The benchmark plots and tables", perf, "make bench")
-    here = os.path.join(GENERATED, "fragments")
     lines = []
     for t in tables:
-        lines += [f"```{{include}} {os.path.relpath(t, here)}\n```", ""]
+        lines += [f"```{{include}} {_from_srcdir(t)}\n```", ""]
     for p in pngs:
         stem = os.path.splitext(os.path.basename(p))[0]
         lines += [
-            f"```{{figure}} {os.path.relpath(p, here)}",
+            f"```{{figure}} {_from_srcdir(p)}",
             f":alt: {stem}",
             ":width: 100%",
             "",
@@ -319,9 +322,7 @@ def _performance_fragment() -> str:
         ]
     if data:
         lines += ["Raw measurements:", ""]
-        lines += [
-            f"- {{download}}`{os.path.basename(d)} <{os.path.relpath(d, here)}>`" for d in data
-        ]
+        lines += [f"- {{download}}`{os.path.basename(d)} <{_from_srcdir(d)}>`" for d in data]
         lines.append("")
     return "\n".join(lines)
 

@@ -195,7 +195,7 @@ def test_page_renders_in_chromium(site: str, chromium: str, page: str) -> None:
 
 
 def _screenshot_pages() -> list[str]:
-    pages = ["index.html", "tutorial/index.html"]
+    pages = ["index.html", "tutorial/index.html", "conformance.html", "troubleshooting.html"]
     pages += sorted(
         _rel(p) for p in glob.glob(os.path.join(SITE, "_generated", "tutorial", "*.html"))
     )
