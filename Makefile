@@ -54,6 +54,7 @@ test: lint build docs-deps
 SPHINX := $(PY) -m sphinx -W --keep-going -n -q -d docs/_build/doctrees
 define build_docs
 	@echo "==> building docs/_build/html"
+	rm -rf docs/_build/html docs/_build/doctest
 	$(SPHINX) -E -b html docs docs/_build/html
 	$(SPHINX) -b doctest docs docs/_build/doctest
 endef

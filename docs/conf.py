@@ -36,7 +36,8 @@ myst_heading_anchors = 3
 
 html_theme = "furo"
 html_title = "extension_cpp"
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["wrap.css"]
 
 autodoc_typehints = "description"
 autodoc_member_order = "bysource"
