@@ -14,7 +14,7 @@ STAMP := $(VENV)/.installed
 TEST_CUDA_ARCHS ?= 9.0
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup build lint format test test-conformance tutorial wheel matrix bench docs clean
+.PHONY: setup build lint format test test-conformance tutorial wheel matrix bench docs docs-deps test-docs clean
 
 setup: $(STAMP)
 
@@ -44,8 +44,32 @@ format: setup
 test-conformance: build
 	$(PY) -m pytest tests/conformance
 
-test: lint build
-	$(PY) -m pytest tests
+test: lint build docs-deps
+	$(PY) -m pytest tests --ignore=tests/docs -p docs.pytest_machine --junitxml=docs/results/conformance.xml
+	$(build_docs)
+	$(PY) -m pytest tests/docs
+
+# The docs: HTML with warnings as errors and nitpicky references, then the
+# doctest builder runs every example. Both share one doctree cache.
+SPHINX := $(PY) -m sphinx -W --keep-going -n -q -d docs/_build/doctrees
+define build_docs
+	@echo "==> building docs/_build/html"
+	rm -rf docs/_build/html docs/_build/doctest
+	$(SPHINX) -E -b html docs docs/_build/html
+	$(SPHINX) -b doctest docs docs/_build/doctest
+endef
+
+docs: build
+	$(build_docs)
+
+# Headless Chromium for tests/docs (Debian's package; CI runs as root).
+docs-deps:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+		echo "==> installing chromium for the docs browser check"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+test-docs: docs docs-deps
+	$(PY) -m pytest tests/docs
 
 tutorial: build
 	$(PY) tutorial/walk.py

@@ -1,0 +1,358 @@
+"""Generates the pages and page fragments that come from other files.
+
+At `builder-inited`, before Sphinx reads any source, this writes under
+docs/_generated/:
+
+  tutorial/NN_name.md      one page per tutorial/NN_* checkpoint: its README
+                           (MyST include), every source file (literalinclude)
+                           and the diff from the previous checkpoint
+  tutorial/NN_name.diff    that diff, made with difflib at build time
+  fragments/*.md           pieces the hand-written pages include: the tutorial
+                           toctree, the op schemas read from the live registry,
+                           and the results tables (or a note that a results
+                           file is missing and which command produces it)
+
+Nothing here is pasted: if a checkpoint, a schema or a results file changes,
+the next build shows the change.
+"""
+
+import difflib
+import glob
+import os
+import re
+import subprocess
+
+from sphinx.application import Sphinx
+
+DOCS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(DOCS)
+GENERATED = os.path.join(DOCS, "_generated")
+RESULTS = os.path.join(DOCS, "results")
+
+LANGUAGES = {
+    ".py": "python",
+    ".cpp": "cpp",
+    ".h": "cpp",
+    ".hpp": "cpp",
+    ".cu": "cuda",
+    ".cuh": "cuda",
+    ".toml": "toml",
+    ".txt": "text",
+    ".cfg": "ini",
+    ".sh": "bash",
+}
+# Build outputs a checkpoint may hold when it is not a git checkout.
+SKIP_PARTS = {"build", "dist", "__pycache__", ".pytest_cache", ".ruff_cache"}
+SKIP_SUFFIXES = (".so", ".pyc", ".o", ".egg-info", ".diff", ".orig")
+SKIP_NAMES = {"_build_info.py"}
+
+
+def _write(path: str, text: str) -> None:
+    """Writes only on change, so Sphinx's incremental build stays incremental."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            if f.read() == text:
+                return
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def _missing(what: str, path: str, command: str) -> str:
+    rel = os.path.relpath(path, REPO)
+    return (
+        ":::{admonition} Results missing\n:class: warning\n\n"
+        f"{what} are not here yet: `{rel}` does not exist. "
+        f"Run `{command}` to produce it, then `make docs`.\n:::\n"
+    )
+
+
+# --------------------------------------------------------------------------
+# Tutorial checkpoints
+
+
+def _checkpoint_files(stage: str) -> list[str]:
+    """Source files of a checkpoint, relative to it, sorted, README excluded."""
+    try:
+        out = subprocess.run(
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard", "."],
+            cwd=stage,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        files = [f for f in out if os.path.isfile(os.path.join(stage, f))]
+    except (OSError, subprocess.CalledProcessError):
+        files = [
+            os.path.relpath(os.path.join(d, f), stage)
+            for d, _, names in os.walk(stage)
+            for f in names
+        ]
+    keep = []
+    for f in files:
+        parts = f.split(os.sep)
+        if SKIP_PARTS & set(parts) or f.endswith(SKIP_SUFFIXES) or parts[-1] in SKIP_NAMES:
+            continue
+        if any(p.endswith(".egg-info") for p in parts) or f == "README.md":
+            continue
+        keep.append(f)
+    # setup.py first, then C++ sources, then Python: the order a reader builds in.
+    return sorted(keep, key=lambda f: (f != "setup.py", not f.startswith("csrc"), f))
+
+
+def _read_lines(path: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().splitlines(keepends=True)
+    except (FileNotFoundError, UnicodeDecodeError):
+        return []
+
+
+def _stage_diff(prev: str, stage: str) -> str:
+    prev_name, name = os.path.basename(prev), os.path.basename(stage)
+    files = sorted(set(_checkpoint_files(prev)) | set(_checkpoint_files(stage)) | {"README.md"})
+    chunks = []
+    for f in files:
+        a = _read_lines(os.path.join(prev, f))
+        b = _read_lines(os.path.join(stage, f))
+        chunks.extend(
+            difflib.unified_diff(a, b, f"tutorial/{prev_name}/{f}", f"tutorial/{name}/{f}")
+        )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in chunks)
+
+
+def _label(*parts: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-")
+
+
+_LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def _rewrite_links(text: str, stage: str, out_dir: str, files: list[str]) -> str:
+    """Makes a README's relative links work on its generated page.
+
+    A README links to files beside it (``[ops.cpp](csrc/ops.cpp)``) and to
+    other checkpoints (``../02_impl/README.md``), which is right on GitHub but
+    not in Sphinx. Links to a file this page shows go to its listing, links to
+    a checkpoint go to that checkpoint's page, images are re-pointed at the
+    file, and any other relative link becomes plain code text, so the page
+    never has a dead link. Absolute URLs and #anchors are left alone.
+    """
+    name = os.path.basename(stage)
+
+    def fix(m: re.Match) -> str:
+        bang, label, target = m.groups()
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+            return m.group(0)
+        path = target.split("#")[0]
+        full = os.path.normpath(os.path.join(stage, path))
+        if bang:
+            return f"![{label}]({os.path.relpath(full, out_dir)})"
+        rel = os.path.relpath(full, stage)
+        if rel in files:
+            return f"[{label}](#{_label('tutorial', name, rel)})"
+        other = os.path.relpath(full, os.path.dirname(stage)).split(os.sep)[0]
+        if re.match(r"^\d\d_", other) and os.path.isdir(
+            os.path.join(os.path.dirname(stage), other)
+        ):
+            if rel.endswith("README.md") or os.path.isdir(full):
+                return f"[{label}]({other}.md)"
+            inner = os.path.relpath(full, os.path.join(os.path.dirname(stage), other))
+            return f"[{label}]({other}.md#{_label('tutorial', other, inner)})"
+        return f"{label} (`{os.path.relpath(full, os.path.dirname(os.path.dirname(stage)))}`)"
+
+    out, fenced = [], False
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            fenced = not fenced
+        out.append(line if fenced else _LINK.sub(fix, line))
+    return "\n".join(out)
+
+
+def _tutorial_pages(tutorial_dir: str) -> list[str]:
+    out_dir = os.path.join(GENERATED, "tutorial")
+    stages = sorted(
+        d for d in glob.glob(os.path.join(tutorial_dir, "[0-9][0-9]_*")) if os.path.isdir(d)
+    )
+    written = set()
+    docnames = []
+    for i, stage in enumerate(stages):
+        name = os.path.basename(stage)
+        rel = os.path.relpath(stage, out_dir)
+        lines = [f"% Generated by docs/_ext/generate.py from tutorial/{name}. Do not edit.", ""]
+        files = _checkpoint_files(stage)
+        readme = os.path.join(stage, "README.md")
+        if os.path.exists(readme):
+            with open(readme, encoding="utf-8") as f:
+                lines += [_rewrite_links(f.read(), stage, out_dir, files), ""]
+        else:
+            lines += [f"# {name}", ""]
+        lines += ["## The code of this checkpoint", ""]
+        lines += [
+            f"Every file in `tutorial/{name}/`, as it is in the repository "
+            "(`make tutorial` builds and checks each checkpoint in turn).",
+            "",
+        ]
+        for f in files:
+            language = LANGUAGES.get(os.path.splitext(f)[1], "text")
+            lines += [
+                f"```{{literalinclude}} {rel}/{f}",
+                f":language: {language}",
+                f":caption: tutorial/{name}/{f}",
+                f":name: {_label('tutorial', name, f)}",
+                "```",
+                "",
+            ]
+        if i > 0:
+            prev = os.path.basename(stages[i - 1])
+            diff = _stage_diff(stages[i - 1], stage)
+            lines += [f"## Every change since {prev}", ""]
+            if diff:
+                diff_name = f"{name}.diff"
+                _write(os.path.join(out_dir, diff_name), diff)
+                written.add(diff_name)
+                lines += [
+                    f"`diff -u tutorial/{prev} tutorial/{name}`, computed when these docs "
+                    "were built:",
+                    "",
+                    f"```{{literalinclude}} {diff_name}",
+                    ":language: diff",
+                    "```",
+                    "",
+                ]
+            else:
+                lines += ["No file differs from the previous checkpoint.", ""]
+        _write(os.path.join(out_dir, f"{name}.md"), "\n".join(lines))
+        written.add(f"{name}.md")
+        docnames.append(f"/_generated/tutorial/{name}")
+    if os.path.isdir(out_dir):  # drop pages of checkpoints that no longer exist
+        for f in os.listdir(out_dir):
+            if f not in written:
+                os.remove(os.path.join(out_dir, f))
+    if docnames:
+        toc = "```{toctree}\n:maxdepth: 1\n\n" + "\n".join(docnames) + "\n```\n"
+    else:
+        toc = (
+            ":::{admonition} No checkpoints found\n:class: warning\n\n"
+            f"There is no `NN_name` folder in `{os.path.relpath(tutorial_dir, REPO)}/` "
+            "yet, so there are no tutorial pages to show.\n:::\n"
+        )
+    return [toc]
+
+
+# --------------------------------------------------------------------------
+# Op schemas, read from the dispatcher of the running process
+
+
+def _schemas_fragment() -> str:
+    import torch
+
+    import extension_cpp  # noqa: F401  (loads the library that registers the ops)
+
+    names = sorted(
+        n for n in torch._C._dispatch_get_all_op_names() if n.startswith("extension_cpp::")
+    )
+    keys = ["CPU", "CUDA", "Autograd", "Meta"]
+    lines = [
+        f"Read from the dispatcher of torch {torch.__version__} when these docs were built.",
+        "",
+        "| op | schema | " + " | ".join(keys) + " |",
+        "| --- | --- |" + " :-: |" * len(keys),
+    ]
+    for name in names:
+        overload = getattr(torch.ops.extension_cpp, name.split("::")[1]).default
+        has = [torch._C._dispatch_has_kernel_for_dispatch_key(name, k) for k in keys]
+        marks = " | ".join("yes" if h else "no" for h in has)
+        lines.append(f"| `{name}` | `{overload._schema}` | {marks} |")
+    lines += [
+        "",
+        "CPU, CUDA and Autograd kernels are in `csrc/`; the Meta column is the fake kernel "
+        "that `extension_cpp/ops.py` registers with `torch.library.register_fake`.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------
+# Results made by other commands
+
+
+def _from_srcdir(path: str) -> str:
+    """A path Sphinx reads relative to docs/, whichever page includes the fragment."""
+    return "/" + os.path.relpath(path, DOCS).replace(os.sep, "/")
+
+
+def _include_or_missing(name: str, what: str, command: str) -> str:
+    path = os.path.join(RESULTS, name)
+    if not os.path.exists(path):
+        return _missing(what, path, command)
+    return f"```{{include}} {_from_srcdir(path)}\n```\n"
+
+
+def _conformance_fragment() -> str:
+    import render_results
+
+    path = os.path.join(RESULTS, "conformance.xml")
+    if not os.path.exists(path):
+        return _missing("The reference suite's results", path, "make test")
+    return render_results.render_conformance(path)
+
+
+def _performance_fragment() -> str:
+    perf = os.path.join(RESULTS, "perf")
+    pngs = sorted(glob.glob(os.path.join(perf, "*.png")))
+    tables = sorted(glob.glob(os.path.join(perf, "*.md")))
+    data = sorted(glob.glob(os.path.join(perf, "*.json")))
+    if not (pngs or tables or data):
+        return _missing("The benchmark plots and tables", perf, "make bench")
+    lines = []
+    for t in tables:
+        lines += [f"```{{include}} {_from_srcdir(t)}\n```", ""]
+    for p in pngs:
+        stem = os.path.splitext(os.path.basename(p))[0]
+        lines += [
+            f"```{{figure}} {_from_srcdir(p)}",
+            f":alt: {stem}",
+            ":width: 100%",
+            "",
+            f"`docs/results/perf/{os.path.basename(p)}`",
+            "```",
+            "",
+        ]
+    if data:
+        lines += ["Raw measurements:", ""]
+        lines += [f"- {{download}}`{os.path.basename(d)} <{_from_srcdir(d)}>`" for d in data]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def generate(app: Sphinx) -> None:
+    fragments = os.path.join(GENERATED, "fragments")
+    tutorial_dir = os.path.abspath(app.config.tutorial_dir)
+    (toc,) = _tutorial_pages(tutorial_dir)
+    pieces = {
+        "tutorial_toc.md": toc,
+        "schemas.md": _schemas_fragment(),
+        "tutorial_matrix.md": _include_or_missing(
+            "tutorial_matrix.md", "The tutorial stage matrix", "make tutorial"
+        ),
+        "compatibility.md": _include_or_missing(
+            "compatibility.md", "The Python x torch compatibility table", "make matrix"
+        ),
+        "conformance.md": _conformance_fragment(),
+        "performance.md": _performance_fragment(),
+    }
+    written = set()
+    for name, text in pieces.items():
+        _write(os.path.join(fragments, name), text)
+        written.add(name)
+    for f in os.listdir(fragments):
+        if f not in written:
+            os.remove(os.path.join(fragments, f))
+
+
+def setup(app: Sphinx) -> dict:
+    app.add_config_value("tutorial_dir", os.path.join(REPO, "tutorial"), "env")
+    app.connect("builder-inited", generate)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,61 @@
+"""Sphinx configuration for the extension_cpp documentation.
+
+Built by `make docs` with warnings as errors (-W --keep-going) and nitpicky
+cross-references (-n). Pages that show results (tutorial stages, conformance,
+compatibility, performance) and the tutorial pages are generated at build time
+by _ext/generate.py from the files that produced them, never pasted.
+"""
+
+import os
+import sys
+from datetime import date
+
+DOCS = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(DOCS, "_ext"), DOCS]  # generate.py, render_results.py
+
+project = "extension_cpp"
+author = "the extension_cpp authors"
+copyright = f"{date.today().year}, {author}"
+
+extensions = [
+    "myst_parser",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",
+    "sphinx.ext.doctest",
+    "generate",  # _ext/generate.py: tutorial pages, op schemas, results tables
+]
+
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+root_doc = "index"
+# results/ and _generated/fragments/ hold pieces that pages include; they are
+# not pages of their own.
+exclude_patterns = ["_build", "results", "_generated/fragments", "troubleshooting_src"]
+
+myst_enable_extensions = ["colon_fence", "deflist"]
+myst_heading_anchors = 3
+
+html_theme = "furo"
+html_title = "extension_cpp"
+html_static_path = ["_static"]
+html_css_files = ["wrap.css"]
+
+autodoc_typehints = "description"
+autodoc_member_order = "bysource"
+napoleon_google_docstring = True
+napoleon_numpy_docstring = False
+
+# torch's own objects: the build runs offline, so there is no intersphinx
+# inventory for them. These are the only targets allowed to stay unresolved.
+nitpick_ignore = [
+    ("py:class", "torch.Tensor"),
+    ("py:class", "Tensor"),
+]
+
+doctest_global_setup = """
+import torch
+import extension_cpp
+"""
+
+# Where the tutorial checkpoints live: the repository's tutorial/ folder, or
+# TUTORIAL_DIR to render another checkout.
+tutorial_dir = os.environ.get("TUTORIAL_DIR", os.path.join(DOCS, os.pardir, "tutorial"))

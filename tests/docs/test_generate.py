@@ -1,0 +1,106 @@
+"""Unit tests of the docs' generators: tutorial pages, README links, results tables.
+
+These run without building the site: each one builds a small tutorial tree or
+junit XML in tmp_path and checks what docs/_ext/generate.py and
+docs/render_results.py make of it.
+"""
+
+import os
+import sys
+import textwrap
+
+import pytest
+
+DOCS = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs"
+)
+sys.path[:0] = [os.path.join(DOCS, "_ext"), DOCS]
+
+import generate  # noqa: E402
+import render_results  # noqa: E402
+
+
+def _write(path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+
+
+@pytest.fixture
+def tutorial(tmp_path, monkeypatch):
+    root = tmp_path / "tutorial"
+    _write(
+        root / "01_define" / "README.md",
+        "# Define\n\nSee [ops.cpp](csrc/ops.cpp) and [next](../02_impl/README.md).\n",
+    )
+    _write(root / "01_define" / "csrc" / "ops.cpp", "// v1\n")
+    _write(
+        root / "02_impl" / "README.md",
+        "# Impl\n\n```\n[kept](csrc/ops.cpp)\n```\n[gone](../../nowhere.txt) [web](https://pytorch.org)\n",
+    )
+    _write(root / "02_impl" / "csrc" / "ops.cpp", "// v2\n")
+    _write(root / "02_impl" / "build" / "junk.o", "")
+    _write(root / "walk.py", "")  # not a checkpoint
+    monkeypatch.setattr(generate, "GENERATED", str(tmp_path / "_generated"))
+    return root
+
+
+def test_one_page_per_checkpoint_with_diff(tutorial, tmp_path) -> None:
+    (toc,) = generate._tutorial_pages(str(tutorial))
+    out = tmp_path / "_generated" / "tutorial"
+    assert sorted(os.listdir(out)) == ["01_define.md", "02_impl.diff", "02_impl.md"]
+    assert "/_generated/tutorial/01_define\n/_generated/tutorial/02_impl" in toc
+    diff = (out / "02_impl.diff").read_text()
+    assert "-// v1\n+// v2\n" in diff
+    assert "junk.o" not in (out / "02_impl.md").read_text()
+
+
+def test_readme_links_point_at_the_site(tutorial, tmp_path) -> None:
+    generate._tutorial_pages(str(tutorial))
+    first = (tmp_path / "_generated" / "tutorial" / "01_define.md").read_text()
+    assert "[ops.cpp](#tutorial-01-define-csrc-ops-cpp)" in first
+    assert ":name: tutorial-01-define-csrc-ops-cpp" in first
+    assert "[next](02_impl.md)" in first
+    second = (tmp_path / "_generated" / "tutorial" / "02_impl.md").read_text()
+    assert "[kept](csrc/ops.cpp)" in second  # inside a code fence: untouched
+    assert "gone (`nowhere.txt`)" in second
+    assert "[web](https://pytorch.org)" in second
+
+
+def test_no_checkpoints_says_so(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(generate, "GENERATED", str(tmp_path / "_generated"))
+    (toc,) = generate._tutorial_pages(str(tmp_path / "empty"))
+    assert "No checkpoints found" in toc
+
+
+def test_missing_results_name_the_command(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(generate, "RESULTS", str(tmp_path))
+    text = generate._include_or_missing("compatibility.md", "The table", "make matrix")
+    assert "does not exist" in text
+    assert "`make matrix`" in text
+    assert "make bench" in generate._performance_fragment()
+
+
+def test_conformance_table_from_junit(tmp_path) -> None:
+    xml = tmp_path / "conformance.xml"
+    xml.write_text(
+        """<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="pytest" errors="0" failures="1" skipped="1" tests="4" time="1.5"
+ timestamp="2026-01-02T03:04:05.000000+00:00" hostname="ci-box">
+<properties><property name="gpu" value="NVIDIA H100" /></properties>
+<testcase classname="tests.conformance.test_ops" name="test_values[cpu]" time="0.1" />
+<testcase classname="tests.conformance.test_ops" name="test_values[cuda]" time="0.1">
+  <skipped type="pytest.skip" message="needs a CUDA GPU">skip</skipped></testcase>
+<testcase classname="tests.conformance.test_ops.TestGrad" name="test_grad" time="0.1">
+  <failure message="AssertionError: off by one">trace</failure></testcase>
+<testcase classname="tests.conformance.test_ops" name="test_x" time="0.1">
+  <skipped type="pytest.xfail" message="known">x</skipped></testcase>
+</testsuite></testsuites>"""
+    )
+    md = render_results.render_conformance(str(xml))
+    assert "at **2026-01-02 03:04 UTC** on host **ci-box**" in md
+    assert "| gpu | NVIDIA H100 |" in md
+    assert "**4 tests: 1 passed, 1 failed, 1 skipped, 1 xfailed.**" in md
+    assert "| `conformance/test_ops.py::test_values` | 1 |  |  | 1 |  |" in md
+    assert "| `conformance/test_ops.py::TestGrad::test_grad` |  | 1 |" in md
+    assert "AssertionError: off by one" in md
+    assert "| 1 | needs a CUDA GPU |" in md
