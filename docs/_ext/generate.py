@@ -291,12 +291,22 @@ def _include_or_missing(name: str, what: str, command: str) -> str:
 
 
 def _conformance_fragment() -> str:
+    """The committed GPU run first (every CUDA case ran), then this machine's run."""
     import render_results
 
-    path = os.path.join(RESULTS, "conformance.xml")
-    if not os.path.exists(path):
-        return _missing("The reference suite's results", path, "make test")
-    return render_results.render_conformance(path)
+    sections = []
+    for name, title, command in (
+        ("conformance-gpu.xml", "On a GPU machine", "make test-conformance on a GPU machine"),
+        ("conformance.xml", "On the machine that built these docs", "make test"),
+    ):
+        path = os.path.join(RESULTS, name)
+        body = (
+            render_results.render_conformance(path)
+            if os.path.exists(path)
+            else _missing("These results", path, command)
+        )
+        sections.append(f"### {title}\n\n{body}")
+    return "\n\n".join(sections) + "\n"
 
 
 def _performance_fragment() -> str:
