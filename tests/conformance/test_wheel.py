@@ -46,7 +46,8 @@ def wheel(tmp_path_factory):
 def test_one_audited_abi3_wheel(wheel):
     path, summary = wheel
     assert [p.name for p in path.parent.glob("*.whl")] == [path.name]
-    assert path.name.startswith("extension_cpp-") and "-cp39-abi3-manylinux" in path.name
+    assert path.name.startswith("extension_cpp-")
+    assert "-cp39-abi3-manylinux" in path.name
     assert summary["built_against_torch"] == torch.__version__
     assert f"torch=={TORCH}" in summary["requires"]
     with zipfile.ZipFile(path) as z:
@@ -70,7 +71,9 @@ def test_installed_wheel_passes_conformance(wheel, python, tmp_path):
     )  # fmt: skip
     got = json.loads(result.read_text())
     assert got["sha256"] == summary["sha256"]
-    assert got["passed"] > 0 and got["failed"] == 0 and got["errors"] == 0
+    assert got["passed"] > 0
+    assert got["failed"] == 0
+    assert got["errors"] == 0
 
 
 def other_torch_venv():
@@ -106,4 +109,5 @@ def test_wheel_refuses_another_torch_release(wheel):
     assert probe.returncode != 0
     message = probe.stderr.strip().splitlines()[-1]
     assert message.startswith("ImportError: extension_cpp was built against torch")
-    assert torch.__version__ in message and OTHER_TORCH in message
+    assert torch.__version__ in message
+    assert OTHER_TORCH in message
