@@ -18,7 +18,7 @@ export PYTHONUNBUFFERED := 1
 
 setup: $(STAMP)
 
-$(STAMP): requirements/dev.txt requirements/torch.txt
+$(STAMP): requirements/dev.txt requirements/torch.txt requirements/test.txt
 	@echo "==> creating $(VENV) with $(BASE_PYTHON)"
 	test -x $(PY) || $(BASE_PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --progress-bar off -q --upgrade pip
