@@ -187,6 +187,9 @@ def build_wheel(python: Path, out: Path, cuda: str, archs: str | None) -> Path:
                 (src / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(REPO / name, src / name)
         env = dict(os.environ, EXTENSION_CPP_CUDA=cuda)
+        # torch.utils.cpp_extension runs `ninja` from PATH; a venv keeps it
+        # beside its python.
+        env["PATH"] = os.pathsep.join([str(Path(python).parent), env.get("PATH", "")])
         env.setdefault("MAX_JOBS", "2")
         if archs:
             env["TORCH_CUDA_ARCH_LIST"] = archs
