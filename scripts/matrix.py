@@ -155,6 +155,19 @@ def fetch(python: Path, torch_version: str, extra: list) -> dict:
     return {"fetch_s": round(time.monotonic() - start, 1), "fetched_bytes": du(house) - before}
 
 
+def download_sizes(torch_version: str, py: str) -> dict:
+    """Bytes of the wheels one CPython needs: its own torch and triton, and
+    the CUDA libraries (py3-none) every CPython shares."""
+    house = wheelhouse(torch_version)
+    tag = "cp" + "".join(py.split(".")[:2])
+    own = [*house.glob(f"torch-*-{tag}-*.whl"), *house.glob(f"triton-*-{tag}-*.whl")]
+    shared = list(house.glob("nvidia_*.whl"))
+    return {
+        "python_specific_bytes": sum(f.stat().st_size for f in own),
+        "shared_cuda_bytes": sum(f.stat().st_size for f in shared),
+    }
+
+
 def pip_install(python: Path, torch_version: str, args: list) -> None:
     """Installs from the wheelhouse only: what was fetched is what is tested."""
     house = wheelhouse(torch_version)
@@ -373,6 +386,7 @@ def check_one_python(
 
     start = time.monotonic()
     result.update(fetch(python, torch_version, ["-r", TEST_REQUIREMENTS]))
+    result.update(download_sizes(torch_version, result["python"]))
     venv = work / f"venv-py{result['python']}-torch{torch_version}"
     vpy = make_venv(python, venv)
     t = time.monotonic()
@@ -570,6 +584,8 @@ def render() -> None:
             "",
             f"- wheel: `{w['wheel']}` ({w['size_bytes'] / 2**20:.1f} MiB, {cuda})",
             f"- sha256: `{w['sha256']}`",
+            f"- torch's CUDA libraries (nvidia-* wheels, shared by all CPythons): "
+            f"{rec['results'][-1].get('shared_cuda_bytes', 0) / 2**30:.2f} GiB",
             f"- requires: `{', '.join(w['requires'])}`",
             f"- audit: {w['abi3audit']}; auditwheel: {w['auditwheel']}",
             (f"- build {rec['build_s']:.0f} s, " if rec["build_s"] is not None else "- ")
@@ -593,7 +609,8 @@ def render() -> None:
             lines.append(
                 f"| {r['python']} | {r['torch']} | {'pass' if r['ok'] else 'FAIL'} "
                 f"| {r['passed']} | {r['failed'] + r['errors']} | {r['skipped']} | {mism_text} "
-                f"| {r['fetch_s']:.0f} s, {r['fetched_bytes'] / 2**30:.2f} GiB "
+                f"| {r['python_specific_bytes'] / 2**30:.2f} GiB; {r['fetch_s']:.0f} s, "
+                f"{r['fetched_bytes'] / 2**30:.2f} GiB new "
                 f"| {r['install_s']:.0f} s, venv {r['venv_bytes'] / 2**30:.2f} GiB "
                 f"| {r['pytest_s']:.0f} s |"
             )
@@ -610,7 +627,9 @@ def render() -> None:
                 "",
             ]
     lines += [
-        "Download: seconds and bytes added to the wheelhouse on this run (0 when cached).",
+        "Download: the CPython's own torch and triton wheels, then the seconds `pip download`",
+        "took on this run and what it added to the wheelhouse (nothing once cached). The CUDA",
+        "libraries, shared by every CPython, are listed under each track.",
         "Install: venv creation plus installing torch, the test requirements and the wheel",
         "from the wheelhouse. Skipped tests are the CUDA cases (no GPU on the test machine).",
         "",
