@@ -18,7 +18,7 @@ export PYTHONUNBUFFERED := 1
 
 setup: $(STAMP)
 
-$(STAMP): requirements/dev.txt requirements/torch.txt
+$(STAMP): requirements/dev.txt requirements/torch.txt requirements/test.txt
 	@echo "==> creating $(VENV) with $(BASE_PYTHON)"
 	test -x $(PY) || $(BASE_PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --progress-bar off -q --upgrade pip
@@ -35,6 +35,7 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/clang-format --dry-run -Werror $$(git ls-files 'csrc/*.cpp' 'csrc/*.h' 'csrc/*.cu' 'tutorial/*.cpp' 'tutorial/*.cu')
+	$(VENV)/bin/actionlint
 
 format: setup
 	$(VENV)/bin/ruff format .
@@ -73,6 +74,21 @@ test-docs: docs docs-deps
 
 tutorial: build
 	$(PY) tutorial/walk.py
+
+# One cp39-abi3 wheel in dist/, CUDA kernels for setup.py's release list,
+# audited (abi3audit --strict, auditwheel). scripts/matrix.py says how.
+wheel: setup
+	$(PY) scripts/matrix.py build --python $(PY) --out dist
+
+# The compatibility matrix: the oldest track builds once against torch 2.8
+# (the newest release with CPython 3.9) and tests that file on 3.9 to 3.13;
+# the newest track tests dist/'s wheel on the Pythons torch 2.14 supports.
+# Each also checks that the other track's wheel is refused with a clear
+# message. Writes docs/results/compatibility.{md,json}.
+matrix: wheel
+	$(PY) scripts/matrix.py run --track oldest --foreign-wheel dist
+	$(PY) scripts/matrix.py run --track newest --wheel dist \
+		--foreign-wheel $${EXTENSION_CPP_CACHE:-$$HOME/.cache/extension_cpp}/dist/torch-2.8.0
 
 clean:
 	rm -rf build dist *.egg-info extension_cpp/_C*.so extension_cpp/_build_info.py

