@@ -9,8 +9,8 @@
 //   * generic: the x86-64 baseline (SSE2) the wheel is built for, and every
 //     other architecture;
 //   * avx2: under __attribute__((target("avx2,f16c")));
-//   * avx512 (GCC only): AVX-512F/BW/VL, for every dtype but float16, whose
-//     F16C conversions are as fast at 256 bits.
+//   * avx512 (GCC only): AVX-512F/BW/VL, for bfloat16 only (see
+//     binary_kernel: the other dtypes are faster at 256 bits).
 // The level is picked once, at run time: the best one the CPU has, capped by
 // ATen's own CPU capability (torch.backends.cpu.get_cpu_capability(), which
 // follows the ATEN_CPU_CAPABILITY environment variable, so
@@ -284,9 +284,12 @@ void binary_kernel(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bi
   }
 #endif
 #if EXTENSION_CPP_X86_DISPATCH && EXTENSION_CPP_AVX512
-  // float16 stays at AVX2: its F16C conversions run as fast at 256 bits, and
-  // mixing 256-bit conversions with 512-bit math stalls on the float buffers.
-  if constexpr (!std::is_same_v<scalar_t, c10::Half>) {
+  // Only bfloat16 goes to 512 bits: its conversions are arithmetic, and twice
+  // the width halves them. The other dtypes are bound by loads and stores,
+  // which 512-bit stores make slower on L2-resident data (as ATen, which runs
+  // its own float add/mul at AVX2 on AVX-512 machines), and float16's F16C
+  // conversions mixed with 512-bit math stall on the float buffers.
+  if constexpr (std::is_same_v<scalar_t, c10::BFloat16>) {
     if (use_avx512()) {
       loop = &contiguous_avx512<scalar_t, Op>;
     }
