@@ -55,7 +55,9 @@ def main() -> None:
     if args.no_compile:
         env["EXTENSION_CPP_BENCH_COMPILE"] = "0"
     pytest = [sys.executable, "-m", "pytest", os.path.join(ROOT, "tests", "perf", "test_bench.py")]
-    pytest += ["-q", "-p", "no:cacheprovider", f"--benchmark-json={results}"]
+    # -p no:warnings: the suite's warnings-as-errors guard `make test`; a full
+    # run should not die on a library's UserWarning halfway through.
+    pytest += ["-q", "-p", "no:cacheprovider", "-p", "no:warnings", f"--benchmark-json={results}"]
     pytest += ["--benchmark-columns=min,median,rounds", "--benchmark-group-by=group"]
     subprocess.run(pytest, env=env, cwd=ROOT, check=True)
 

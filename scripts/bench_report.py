@@ -48,6 +48,8 @@ def load(path: str):
             if n in copies[(variant, dtype)]:
                 row["copy"] = copies[(variant, dtype)][n]
     meta["date"] = data.get("datetime", "")[:10]
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    meta["load"] = f"{load} on {os.cpu_count()} CPUs"
     return table, meta
 
 
@@ -129,6 +131,7 @@ def markdown(table, meta, results) -> str:
         "Effective bandwidth counts 2 reads + 1 write per element (copy: 1 + 1).",
         "Ratios are of GB/s measured in the same run; > 1 means ours is faster.",
         "`best` is the fastest of eager, the native op and torch.compile.",
+        f"Host load average (1, 5, 15 min) when this report was written: {meta['load']}.",
         "",
     ]
     by_variant = collections.defaultdict(dict)
