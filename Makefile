@@ -90,5 +90,15 @@ matrix: wheel
 	$(PY) scripts/matrix.py run --track newest --wheel dist \
 		--foreign-wheel $${EXTENSION_CPP_CACHE:-$$HOME/.cache/extension_cpp}/dist/torch-2.8.0
 
+# Benchmarks (tests/perf, scripts/bench*.py): JSON, plots and ratio tables in
+# $(BENCH_OUT). Here: the CPU at 1 thread and at all threads. On a GPU box
+# with the extension built: make bench BENCH_DEVICE=cuda BENCH_OUT=$$OUT
+BENCH_DEVICE ?= cpu
+BENCH_THREADS ?= 1,$(shell nproc)
+BENCH_OUT ?= docs/results/perf
+
+bench: build
+	$(PY) scripts/bench.py --device $(BENCH_DEVICE) --threads $(BENCH_THREADS) --out $(BENCH_OUT)
+
 clean:
 	rm -rf build dist *.egg-info extension_cpp/_C*.so extension_cpp/_build_info.py

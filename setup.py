@@ -69,6 +69,15 @@ def extension():
     with_cuda = use_cuda()
     write_build_info(with_cuda)
     cxx_flags = ["-O3"]
+    link_flags = []
+    if sys.platform.startswith("linux"):
+        # at::parallel_for is a header template that only runs in parallel
+        # when the including file is compiled with OpenMP; without this flag
+        # the CPU kernels run on one thread whatever torch.get_num_threads()
+        # says. libgomp.so.1 resolves to the copy torch has already loaded
+        # (keep it out of the wheel: auditwheel repair --exclude libgomp.so.1).
+        cxx_flags.append("-fopenmp")
+        link_flags.append("-fopenmp")
     # Recent torch defines Py_LIMITED_API itself for py_limited_api builds
     # (to 3.10); older releases leave it to us. csrc/python_module.cpp, the
     # only file that includes Python.h, pins it to 3.9 either way.
@@ -80,6 +89,7 @@ def extension():
             "extension_cpp._C",
             files,
             extra_compile_args={"cxx": cxx_flags},
+            extra_link_args=link_flags,
             py_limited_api=True,
         )
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", RELEASE_CUDA_ARCHS)
@@ -87,6 +97,7 @@ def extension():
         "extension_cpp._C",
         files + sources("cuda", ".cu"),
         extra_compile_args={"cxx": cxx_flags, "nvcc": ["-O3", "--expt-relaxed-constexpr"]},
+        extra_link_args=link_flags,
         py_limited_api=True,
     )
 

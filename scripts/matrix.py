@@ -49,7 +49,16 @@ BUILD_REQUIREMENTS = ["setuptools>=64", "wheel", "ninja"]
 
 # Libraries the wheel links but must not carry: they come with the torch wheel
 # (libtorch*, libc10*) or with torch's nvidia-* dependencies (CUDA runtime).
-EXTERNAL_LIBS = ["libtorch*.so*", "libc10*.so*", "libcudart.so*", "libcuda.so*", "libnv*.so*"]
+EXTERNAL_LIBS = [
+    "libtorch*.so*",
+    "libc10*.so*",
+    "libcudart.so*",
+    "libcuda.so*",
+    "libnv*.so*",
+    # OpenMP: torch loads its own libgomp.so.1 first; a second copy in our wheel
+    # would ignore torch.set_num_threads.
+    "libgomp.so*",
+]
 
 # The two tracks of `make matrix`. oldest: the newest torch that still ships
 # wheels for CPython 3.9 (2.8.x), which is a CUDA 12.8 build; our nvcc is 13.0,

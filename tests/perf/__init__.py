@@ -1,0 +1,1 @@
+"""Benchmarks of the ops against PyTorch (see test_bench.py)."""
