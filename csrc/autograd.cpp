@@ -21,26 +21,37 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-at::Tensor call_mymul(const at::Tensor& a, const at::Tensor& b) {
+// Typed handles of the ops, looked up once.
+const auto& mymul_op() {
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("extension_cpp::mymul", "")
                              .typed<at::Tensor(const at::Tensor&, const at::Tensor&)>();
-  return op.call(a, b);
+  return op;
 }
 
-at::Tensor call_mymuladd(const at::Tensor& a, const at::Tensor& b, double c) {
+const auto& mymuladd_op() {
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("extension_cpp::mymuladd", "")
                              .typed<at::Tensor(const at::Tensor&, const at::Tensor&, double)>();
-  return op.call(a, b, c);
+  return op;
 }
 
-void call_myadd_out(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
+const auto& myadd_out_op() {
   static const auto op =
       c10::Dispatcher::singleton()
           .findSchemaOrThrow("extension_cpp::myadd_out", "")
           .typed<void(const at::Tensor&, const at::Tensor&, const at::Tensor&)>();
-  op.call(a, b, out);
+  return op;
+}
+
+// Calls through the whole dispatcher: from backward, so that mymul's own
+// autograd records the graph for double backward.
+at::Tensor call_mymul(const at::Tensor& a, const at::Tensor& b) { return mymul_op().call(a, b); }
+
+// The keys below autograd (backend, or FakeTensor / functionalization above
+// it): the fast path from an Autograd kernel to the kernel it wraps.
+c10::DispatchKeySet below_autograd(c10::DispatchKeySet ks) {
+  return ks & c10::after_autograd_keyset;
 }
 
 bool needs_grad(const at::Tensor& a, const at::Tensor& b) {
@@ -72,8 +83,8 @@ struct MulAddFunction : public torch::autograd::Function<MulAddFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& a, const at::Tensor& b,
                             double c) {
     save_factors(ctx, a, b);
-    const at::AutoDispatchBelowADInplaceOrView below_autograd;
-    return call_mymuladd(a, b, c);
+    const at::AutoDispatchBelowADInplaceOrView guard;
+    return mymuladd_op().call(a, b, c);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     variable_list g = product_backward(ctx, grads[0]);
@@ -85,31 +96,35 @@ struct MulAddFunction : public torch::autograd::Function<MulAddFunction> {
 struct MulFunction : public torch::autograd::Function<MulFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& a, const at::Tensor& b) {
     save_factors(ctx, a, b);
-    const at::AutoDispatchBelowADInplaceOrView below_autograd;
-    return call_mymul(a, b);
+    const at::AutoDispatchBelowADInplaceOrView guard;
+    return mymul_op().call(a, b);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     return product_backward(ctx, grads[0]);
   }
 };
 
-at::Tensor mymuladd_autograd(const at::Tensor& a, const at::Tensor& b, double c) {
+// With no gradient to record, each kernel redispatches straight to the keys
+// below autograd: no Function node, no second trip through the dispatcher.
+at::Tensor mymuladd_autograd(c10::DispatchKeySet ks, const at::Tensor& a, const at::Tensor& b,
+                             double c) {
   if (!needs_grad(a, b)) {
-    const at::AutoDispatchBelowADInplaceOrView below_autograd;
-    return call_mymuladd(a, b, c);
+    const at::AutoDispatchBelowADInplaceOrView guard;
+    return mymuladd_op().redispatch(below_autograd(ks), a, b, c);
   }
   return MulAddFunction::apply(a, b, c);
 }
 
-at::Tensor mymul_autograd(const at::Tensor& a, const at::Tensor& b) {
+at::Tensor mymul_autograd(c10::DispatchKeySet ks, const at::Tensor& a, const at::Tensor& b) {
   if (!needs_grad(a, b)) {
-    const at::AutoDispatchBelowADInplaceOrView below_autograd;
-    return call_mymul(a, b);
+    const at::AutoDispatchBelowADInplaceOrView guard;
+    return mymul_op().redispatch(below_autograd(ks), a, b);
   }
   return MulFunction::apply(a, b);
 }
 
-void myadd_out_autograd(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
+void myadd_out_autograd(c10::DispatchKeySet ks, const at::Tensor& a, const at::Tensor& b,
+                        const at::Tensor& out) {
   if (at::GradMode::is_enabled()) {
     const char* culprit = a.requires_grad()     ? "a"
                           : b.requires_grad()   ? "b"
@@ -123,8 +138,8 @@ void myadd_out_autograd(const at::Tensor& a, const at::Tensor& b, const at::Tens
                 "under torch.no_grad()");
   }
   {
-    const at::AutoDispatchBelowADInplaceOrView below_autograd;
-    call_myadd_out(a, b, out);
+    const at::AutoDispatchBelowADInplaceOrView guard;
+    myadd_out_op().redispatch(below_autograd(ks), a, b, out);
   }
   torch::autograd::increment_version(out);
 }
