@@ -111,14 +111,14 @@ def find_python(version: str) -> Path:
     raise SystemExit(f"no CPython {version}: looked in {PYENV} and on PATH")
 
 
-def python_version(python: Path) -> str:
-    out = subprocess.run(
-        [str(python), "-c", "import platform; print(platform.python_version())"],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
+def ask(python: Path, code: str) -> str:
+    """What `python -c code` prints, stripped."""
+    out = subprocess.run([str(python), "-c", code], check=True, capture_output=True, text=True)
     return out.stdout.strip()
+
+
+def python_version(python: Path) -> str:
+    return ask(python, "import platform; print(platform.python_version())")
 
 
 def one_wheel(path: str) -> Path:
@@ -362,12 +362,7 @@ def check_mismatch(vpy: Path, foreign_wheel: Path) -> dict:
         text=True,
         cwd=tempfile.gettempdir(),
     )
-    torch_here = subprocess.run(
-        [str(vpy), "-c", "import torch; print(torch.__version__)"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    torch_here = ask(vpy, "import torch; print(torch.__version__)")
     with zipfile.ZipFile(foreign_wheel) as z:
         info = z.read("extension_cpp/_build_info.py").decode()
     built = re.search(r"TORCH_VERSION = '([^']+)'", info).group(1)
@@ -405,12 +400,7 @@ def check_one_python(
     result["install_s"] = round(time.monotonic() - t, 1)
     result["venv_bytes"] = du(venv)
 
-    site = subprocess.run(
-        [str(vpy), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    site = ask(vpy, "import sysconfig; print(sysconfig.get_paths()['purelib'])")
     with tempfile.TemporaryDirectory(prefix="extension_cpp-test-") as cwd:
         junit = Path(cwd) / "junit.xml"
         env = dict(os.environ, EXTENSION_CPP_EXPECT_INSTALLED_IN=site)
