@@ -15,7 +15,36 @@ from . import _checks
 
 __all__ = ["mymuladd", "mymul", "myadd_out"]
 
-_ops = torch.ops.extension_cpp
+# The ops' OpOverloads, looked up once: an attribute walk through torch.ops on
+# every call costs about 0.3 us, a fifth of a one-element call.
+_mymuladd = torch.ops.extension_cpp.mymuladd.default
+_mymul = torch.ops.extension_cpp.mymul.default
+_myadd_out = torch.ops.extension_cpp.myadd_out.default
+
+
+def _entry(overload):
+    """The C++ function that ``overload(...)`` forwards its arguments to.
+
+    ``OpOverload.__call__`` is a Python method that repacks ``*args`` and
+    ``**kwargs`` and then calls this function, which parses the arguments
+    against the schema, honours ``__torch_function__`` (tensor subclasses,
+    TorchFunctionModes, FX proxies) and calls the dispatcher. Calling it
+    directly is the same call without the Python layer: about 0.3 us less per
+    call, the difference between matching ``torch.mul`` at small sizes and
+    not. Dynamo cannot trace into a C++ function, so under torch.compile and
+    torch.export the public functions call the OpOverload itself, which
+    Dynamo puts in the graph. Falls back to the OpOverload if a torch release
+    renames the attribute (slower, never wrong; a test notices).
+    """
+    return getattr(overload, "_op", overload)
+
+
+_mymuladd_entry = _entry(_mymuladd)
+_mymul_entry = _entry(_mymul)
+_myadd_out_entry = _entry(_myadd_out)
+# Bound once: Dynamo reads it as the constant True while it traces, and in
+# eager mode it is a bare function returning False.
+_is_dynamo_compiling = torch.compiler.is_dynamo_compiling
 
 
 def mymuladd(a: Tensor, b: Tensor, c: float) -> Tensor:
@@ -34,7 +63,9 @@ def mymuladd(a: Tensor, b: Tensor, c: float) -> Tensor:
         RuntimeError: naming the argument and what was received, when the dtypes,
             shapes or devices are not as above.
     """
-    return _ops.mymuladd.default(a, b, c)
+    if _is_dynamo_compiling():
+        return _mymuladd(a, b, c)
+    return _mymuladd_entry(a, b, c)
 
 
 def mymul(a: Tensor, b: Tensor) -> Tensor:
@@ -43,7 +74,9 @@ def mymul(a: Tensor, b: Tensor) -> Tensor:
     Same arguments, layouts and errors as :func:`mymuladd`, without ``c``.
     Differentiable to any order: its backward is built from ``mymul`` itself.
     """
-    return _ops.mymul.default(a, b)
+    if _is_dynamo_compiling():
+        return _mymul(a, b)
+    return _mymul_entry(a, b)
 
 
 def myadd_out(a: Tensor, b: Tensor, out: Tensor) -> None:
@@ -59,7 +92,10 @@ def myadd_out(a: Tensor, b: Tensor, out: Tensor) -> None:
     mode, an argument that requires grad raises. ``out``'s version counter is
     bumped, so autograd notices if ``out`` was saved for a backward.
     """
-    _ops.myadd_out.default(a, b, out)
+    if _is_dynamo_compiling():
+        _myadd_out(a, b, out)
+    else:
+        _myadd_out_entry(a, b, out)
 
 
 # Fake kernels: run by FakeTensor under torch.compile / torch.export instead of

@@ -1,0 +1,118 @@
+"""The public functions' fast call path behaves exactly like torch.ops.
+
+In eager mode ``extension_cpp.mymul(a, b)`` skips ``OpOverload.__call__`` and
+calls the C++ function behind it (see ``extension_cpp/ops.py``). These tests
+prove the shortcut is taken, and that everything the OpOverload would have
+done still happens: ``__torch_function__`` for subclasses, modes and FX
+proxies sees the OpOverload, tracers record it, and compile and export (both
+strict and non-strict) put it in their graphs.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.overrides import TorchFunctionMode
+
+import extension_cpp
+
+CALLS = {
+    "mymuladd": (lambda a, b: extension_cpp.mymuladd(a, b, 0.5), "extension_cpp.mymuladd.default"),
+    "mymul": (lambda a, b: extension_cpp.mymul(a, b), "extension_cpp.mymul.default"),
+    "myadd_out": (
+        lambda a, b: extension_cpp.myadd_out(a, b, torch.empty_like(a)),
+        "extension_cpp.myadd_out.default",
+    ),
+}
+OP_NAMES = list(CALLS)
+
+
+@pytest.mark.parametrize("op_name", OP_NAMES)
+def test_eager_call_skips_the_python_layer(op_name, monkeypatch):
+    """The shortcut is taken: no OpOverload.__call__ in eager mode.
+
+    Fails if a torch release renames the attribute ops.py reads; the ops then
+    still work, through the slower OpOverload path.
+    """
+    calls = []
+    original = torch._ops.OpOverload.__call__
+
+    def counting(self, /, *args, **kwargs):
+        calls.append(str(self))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch._ops.OpOverload, "__call__", counting)
+    call, _ = CALLS[op_name]
+    call(torch.randn(3), torch.randn(3))
+    assert calls == []
+
+
+class _Recorder(TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.funcs = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.funcs.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("op_name", OP_NAMES)
+def test_torch_function_mode_sees_the_op(op_name):
+    call, target = CALLS[op_name]
+    a, b = torch.randn(3), torch.randn(3)
+    with _Recorder() as recorder:
+        call(a, b)
+    assert target in recorder.funcs
+
+
+class _Tagged(torch.Tensor):
+    """A subclass that records the functions it is passed to."""
+
+    seen: list = []
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        cls.seen.append(str(func))
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+@pytest.mark.parametrize("op_name", OP_NAMES)
+def test_subclass_torch_function_sees_the_op(op_name):
+    call, target = CALLS[op_name]
+    _Tagged.seen = []
+    a = torch.randn(3).as_subclass(_Tagged)
+    call(a, torch.randn(3))
+    assert target in _Tagged.seen
+
+
+@pytest.mark.parametrize("op_name", OP_NAMES)
+def test_fx_symbolic_trace_records_the_op(op_name):
+    call, target = CALLS[op_name]
+
+    class M(torch.nn.Module):
+        def forward(self, a, b):
+            return call(a, b)
+
+    graph = torch.fx.symbolic_trace(M()).graph
+    targets = {str(n.target) for n in graph.nodes if n.op == "call_function"}
+    assert target in targets
+
+
+@pytest.mark.parametrize("strict", [True, False], ids=["strict", "non-strict"])
+def test_export_records_the_ops(strict):
+    class M(torch.nn.Module):
+        def forward(self, a, b):
+            out = torch.empty_like(a)
+            extension_cpp.myadd_out(extension_cpp.mymuladd(a, b, 0.5), b, out)
+            return extension_cpp.mymul(out, a)
+
+    a, b = torch.randn(4, 3), torch.randn(4, 3)
+    exported = torch.export.export(M(), (a, b), strict=strict)
+    targets = {str(n.target) for n in exported.graph.nodes if n.op == "call_function"}
+    assert {
+        "extension_cpp.mymuladd.default",
+        "extension_cpp.mymul.default",
+        "extension_cpp.myadd_out.default",
+    } <= targets
+    torch.testing.assert_close(exported.module()(a, b), M()(a, b))
