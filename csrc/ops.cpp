@@ -7,8 +7,6 @@
 // torch.compile'd calls fail alike.
 #include "ops.h"
 
-#include <ATen/EmptyTensor.h>
-#include <ATen/ops/empty.h>
 #include <c10/core/ScalarType.h>
 #include <torch/library.h>
 
@@ -118,16 +116,11 @@ BinaryLayout layout_of(const char* op, const at::Tensor& out, const at::Tensor& 
 }  // namespace
 
 at::Tensor binary_functional(const char* op, const at::Tensor& a, const at::Tensor& b,
-                             BinaryOpKind kind, double c, BinaryLauncher launch) {
+                             BinaryOpKind kind, double c, BinaryLauncher launch, EmptyLike empty) {
   check_inputs(op, a, b);
   // Always contiguous, whatever the inputs' layout: the fake kernel in
   // extension_cpp/ops.py promises exactly these strides.
-  // On the CPU, allocate directly rather than through the dispatcher: a
-  // measurable part of the per-call cost at small sizes.
-  at::Tensor out =
-      a.is_cpu() ? at::detail::empty_cpu(a.sizes(), a.scalar_type(), /*pin_memory=*/false,
-                                         at::MemoryFormat::Contiguous)
-                 : at::empty(a.sizes(), a.options().memory_format(at::MemoryFormat::Contiguous));
+  at::Tensor out = empty(a);
   if (out.numel() > 0) {
     launch(out, a, b, kind, c, layout_of(op, out, a, b));
   }

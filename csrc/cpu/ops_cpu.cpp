@@ -1,7 +1,9 @@
 // CPU kernels of mymuladd, mymul and myadd_out.
 //
 // All three are the loop in elementwise_cpu.h with a different functor; this
-// file only supplies the launcher and registers it.
+// file only supplies the launcher and the allocator, and registers them.
+#include <ATen/EmptyTensor.h>
+
 #include "../ops.h"
 #include "elementwise_cpu.h"
 
@@ -15,8 +17,13 @@ void launch(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b, Bin
   });
 }
 
+at::Tensor empty(const at::Tensor& like) {
+  return at::detail::empty_cpu(like.sizes(), like.scalar_type(), /*pin_memory=*/false,
+                               at::MemoryFormat::Contiguous);
+}
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(extension_cpp, CPU, m) { register_kernels<launch>(m); }
+TORCH_LIBRARY_IMPL(extension_cpp, CPU, m) { register_kernels<launch, empty>(m); }
 
 }  // namespace extension_cpp::cpu

@@ -2,14 +2,14 @@
 //
 // One kernel template per access pattern, shared by the three ops:
 //   * contiguous_kernel: every operand one dense run. 16-byte vector loads and
-//     stores when all three pointers allow it, two vectors in flight per
-//     thread, one tile per block.
+//     stores when all three pointers allow it, one vector per thread.
 //   * strided_kernel: any other layout (transposed, sliced, expanded), one
 //     element per iteration, offsets from the merged BinaryLayout.
 // Indices are int64_t throughout, so tensors past 2^31 elements are correct.
 // Launches go to the current stream of the inputs' device (never the legacy
 // default stream, which breaks under CUDA graphs: pytorch/pytorch#157363) and
 // are checked with C10_CUDA_KERNEL_LAUNCH_CHECK.
+#include <ATen/cuda/EmptyTensor.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -25,9 +25,7 @@ namespace extension_cpp::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kUnroll = 2;  // vectors per thread in the contiguous kernel
-constexpr int64_t kTile = kThreads * kUnroll;
-constexpr int64_t kMaxTiles = int64_t{1} << 30;
+constexpr int64_t kMaxBlocks = int64_t{1} << 30;
 
 template <typename scalar_t, int kVec>
 struct alignas(sizeof(scalar_t) * kVec) Vec {
@@ -50,12 +48,15 @@ __device__ __forceinline__ Vec<scalar_t, kVec> apply(const Vec<scalar_t, kVec>& 
 // kVec elements. out may be exactly a or b (each element is read, then
 // written, by the same thread), so the pointers are not __restrict__.
 //
-// Each block takes one tile of kThreads * kUnroll vectors: all loads of a
-// thread are issued before its first store. One tile per block, with as many
-// blocks as tiles, measured 1.02-1.05x the device copy bandwidth on an H200
-// (fp32, 2^24-2^28 elements), where a grid-stride loop over one resident wave
-// measured 0.96-0.98x. The tile loop only runs more than once for tensors
-// beyond 2^30 tiles.
+// One vector per thread and as many blocks as it takes: the loop only runs
+// more than once for tensors beyond kMaxBlocks * kThreads vectors. Chosen by
+// scripts/cuda_block_shapes.py (kernel time, CUDA graph replay) on an H100
+// among eight shapes from 64 to 512 threads and 1 to 4 vectors per thread:
+// from DRAM (2^23 elements and up) all were within 1% of each other; where
+// the operands fit in L2, 256 x 1 led: 0.98x torch.mul at 2^22 bfloat16,
+// where our earlier 256 x 2 reached 0.88x, and 1.13x at 2^21 float32, where
+// 256 x 2 reached 1.01x. Smaller blocks keep more of them in flight, so the
+// loads of one overlap the stores of another.
 template <typename scalar_t, int kVec, typename Op>
 __global__ void contiguous_kernel(scalar_t* out, const scalar_t* a, const scalar_t* b, int64_t n,
                                   Op op) {
@@ -64,25 +65,10 @@ __global__ void contiguous_kernel(scalar_t* out, const scalar_t* a, const scalar
   const V* vb = reinterpret_cast<const V*>(b);
   V* vo = reinterpret_cast<V*>(out);
   const int64_t nvec = n / kVec;
-  const int64_t num_tiles = (nvec + kTile - 1) / kTile;
-  for (int64_t tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
-    const int64_t base = tile * kTile + threadIdx.x;
-    V x[kUnroll], y[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t i = base + u * kThreads;
-      if (i < nvec) {
-        x[u] = va[i];
-        y[u] = vb[i];
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t i = base + u * kThreads;
-      if (i < nvec) {
-        vo[i] = apply<scalar_t, kVec>(x[u], y[u], op);
-      }
-    }
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < nvec;
+       i += stride) {
+    vo[i] = apply<scalar_t, kVec>(va[i], vb[i], op);
   }
   // The last n % kVec elements, one per thread of block 0.
   if (kVec > 1 && blockIdx.x == 0) {
@@ -130,10 +116,10 @@ int64_t grid_for(int64_t work, c10::DeviceIndex device) {
   return std::max<int64_t>(1, std::min((work + kThreads - 1) / kThreads, resident_blocks(device)));
 }
 
-// One block per tile of the contiguous kernel (at least one: block 0 also
-// handles the remainder).
-int64_t tiles_for(int64_t vectors) {
-  return std::max<int64_t>(1, std::min((vectors + kTile - 1) / kTile, kMaxTiles));
+// One block per kThreads vectors of the contiguous kernel (at least one:
+// block 0 also handles the remainder).
+int64_t blocks_for(int64_t vectors) {
+  return std::max<int64_t>(1, std::min((vectors + kThreads - 1) / kThreads, kMaxBlocks));
 }
 
 bool aligned_to(const void* p, int64_t bytes) {
@@ -150,9 +136,9 @@ void run(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout
     strided_kernel<<<grid_for(n, device), kThreads, 0, stream>>>(out, a, b, layout, op);
   } else if (aligned_to(out, 16) && aligned_to(a, 16) && aligned_to(b, 16)) {
     contiguous_kernel<scalar_t, kVec>
-        <<<tiles_for(n / kVec), kThreads, 0, stream>>>(out, a, b, n, op);
+        <<<blocks_for(n / kVec), kThreads, 0, stream>>>(out, a, b, n, op);
   } else {
-    contiguous_kernel<scalar_t, 1><<<tiles_for(n), kThreads, 0, stream>>>(out, a, b, n, op);
+    contiguous_kernel<scalar_t, 1><<<blocks_for(n), kThreads, 0, stream>>>(out, a, b, n, op);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -166,8 +152,13 @@ void launch(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b, Bin
   });
 }
 
+at::Tensor empty(const at::Tensor& like) {
+  return at::detail::empty_cuda(like.sizes(), like.scalar_type(), like.device(),
+                                at::MemoryFormat::Contiguous);
+}
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(extension_cpp, CUDA, m) { register_kernels<launch>(m); }
+TORCH_LIBRARY_IMPL(extension_cpp, CUDA, m) { register_kernels<launch, empty>(m); }
 
 }  // namespace extension_cpp::cuda
