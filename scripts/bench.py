@@ -5,8 +5,8 @@
 
 Builds nothing: it benchmarks the extension_cpp that Python imports. Runs
 tests/perf with EXTENSION_CPP_BENCH=full through pytest-benchmark, then
-scripts/bench_report.py (plots, ratio tables, PASS/MISS) and, on the CPU,
-scripts/bench_overhead.py. Files are named
+scripts/bench_report.py (plots, ratio tables, PASS/MISS) and
+scripts/bench_overhead.py (per-call overhead, interleaved). Files are named
 <device>-<model>-torch<version>-<date>[...], so runs on different machines
 sit side by side.
 """
@@ -63,10 +63,9 @@ def main() -> None:
 
     report = os.path.join(ROOT, "scripts", "bench_report.py")
     subprocess.run([sys.executable, report, results], check=True)
-    if args.device == "cpu":
-        overhead = os.path.join(ROOT, "scripts", "bench_overhead.py")
-        out = os.path.join(args.out, name + "-overhead.md")
-        subprocess.run([sys.executable, overhead, "--out", out], check=True)
+    overhead = os.path.join(ROOT, "scripts", "bench_overhead.py")
+    out = os.path.join(args.out, name + "-overhead.md")
+    subprocess.run([sys.executable, overhead, "--device", args.device, "--out", out], check=True)
 
 
 if __name__ == "__main__":

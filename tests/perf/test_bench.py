@@ -20,6 +20,7 @@ scripts/bench.py) runs the sizes of the report. Other knobs, comma lists:
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 
@@ -54,7 +55,12 @@ TOLERANCES = {
 
 
 def _params():
-    """(device, threads, dtype, op, impl, metric, n) for every benchmark."""
+    """(device, threads, dtype, op, impl, metric, n) for every benchmark.
+
+    The implementations of one op at one size come last in the nesting, so
+    pytest runs them back to back: the ratios the report takes between them
+    then compare measurements minutes apart at most, not a whole run apart.
+    """
     for device in DEVICES:
         marks = [pytest.mark.cuda] if device == "cuda" else []
         if device == "cuda" and not HAS_CUDA:
@@ -62,28 +68,25 @@ def _params():
         threads = THREADS if device == "cpu" else [0]
         metrics = ["kernel", "call"] if device == "cuda" else ["call"]
         dtypes = cases.env_list("EXTENSION_CPP_BENCH_DTYPES", DEFAULT_DTYPES[device])
-        for t in threads:
-            for dtype in dtypes:
-                for op in cases.OPS:
-                    for impl in cases.IMPLS:
-                        if impl == "compile" and not WITH_COMPILE:
-                            continue
-                        if impl == "copy" and op != cases.OPS[0]:
-                            continue  # one copy per (dtype, size) is enough
-                        for metric in metrics:
-                            for n in SIZES[device]:
-                                where = device if t == 0 else f"{device}-{t}t"
-                                yield pytest.param(
-                                    device,
-                                    t,
-                                    getattr(torch, dtype),
-                                    op,
-                                    impl,
-                                    metric,
-                                    n,
-                                    marks=marks,
-                                    id=f"{where}-{dtype}-{op}-{impl}-{metric}-{n}",
-                                )
+        for t, dtype, metric, n, op, impl in itertools.product(
+            threads, dtypes, metrics, SIZES[device], cases.OPS, cases.IMPLS
+        ):
+            if impl == "compile" and not WITH_COMPILE:
+                continue
+            if impl == "copy" and op != cases.OPS[0]:
+                continue  # one copy per (dtype, size) is enough
+            where = device if t == 0 else f"{device}-{t}t"
+            yield pytest.param(
+                device,
+                t,
+                getattr(torch, dtype),
+                op,
+                impl,
+                metric,
+                n,
+                marks=marks,
+                id=f"{where}-{dtype}-{op}-{impl}-{metric}-{n}",
+            )
 
 
 @pytest.fixture
