@@ -1,0 +1,83 @@
+"""The CUDA kernels' memory instructions, read from the PTX: no GPU needed.
+
+A kernel can be right and still leave bandwidth on the table. Passing a
+vector from global memory to the compute function by reference once made
+nvcc split each 16-byte load into eight 2-byte loads for float16 and
+bfloat16: 0.59x torch.mul at 2^22 elements on an H200, with every
+correctness test green. This compiles csrc/cuda/ops_cuda.cu to PTX for
+sm_90 with the CUDA toolkit that builds the extension (about 10 s) and
+checks that each vectorised contiguous kernel moves whole 16-byte vectors:
+one load per input and one store, besides the scalar tail. Skips where
+there is no nvcc or torch is a CPU-only build.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+import torch
+from torch.utils import cpp_extension
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _nvcc() -> str | None:
+    """nvcc as setup.py finds it: $CUDA_HOME, else /usr/local/cuda, else PATH."""
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+    candidate = os.path.join(home, "bin", "nvcc")
+    return candidate if os.path.exists(candidate) else shutil.which("nvcc")
+
+
+def _torch_includes() -> list[str]:
+    try:  # torch >= 2.9
+        return cpp_extension.include_paths(device_type="cuda")
+    except TypeError:
+        return cpp_extension.include_paths(cuda=True)
+
+
+@pytest.fixture(scope="module")
+def ptx(tmp_path_factory) -> str:
+    nvcc = _nvcc()
+    if nvcc is None or torch.version.cuda is None:
+        pytest.skip("needs nvcc and a CUDA build of torch")
+    out = tmp_path_factory.mktemp("ptx") / "ops_cuda.ptx"
+    cmd = [nvcc, "-O3", "-std=c++20", "-arch=sm_90", "-ptx", *cpp_extension.COMMON_NVCC_FLAGS]
+    cmd += [f"-I{p}" for p in _torch_includes()]
+    cmd += [os.path.join(ROOT, "csrc", "cuda", "ops_cuda.cu"), "-o", str(out)]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return out.read_text()
+
+
+def _contiguous_kernels(ptx: str) -> dict[str, tuple[int, str]]:
+    """Mangled name -> (elements per vector, body) of each contiguous_kernel entry."""
+    kernels = {}
+    for entry in ptx.split("\n.entry ")[1:]:
+        name = entry.split("(", 1)[0]
+        match = re.search(r"contiguous_kernelI.*?Li(\d+)E", name)
+        if match:
+            kernels[name] = (int(match.group(1)), entry)
+    return kernels
+
+
+def _vector_accesses(body: str, op: str) -> list[int]:
+    """Byte widths of the vector loads (op='ld') or stores (op='st') to global memory."""
+    pattern = rf"\b{op}\.global(?:\.nc)?(?:\.L1::\w+)?\.v(\d)\.[a-z](\d+)"
+    return [int(n) * int(bits) // 8 for n, bits in re.findall(pattern, body)]
+
+
+def test_every_dtype_and_op_has_a_vectorised_kernel(ptx):
+    vectorised = [n for n, (vec, _) in _contiguous_kernels(ptx).items() if vec > 1]
+    # 4 dtypes x 3 functors (mymuladd, mymul, myadd_out).
+    assert len(vectorised) == 12, sorted(vectorised)
+
+
+def test_vectorised_kernels_move_whole_16_byte_vectors(ptx):
+    for name, (vec, body) in _contiguous_kernels(ptx).items():
+        if vec == 1:
+            continue
+        assert _vector_accesses(body, "ld") == [16, 16], name  # one vector of a, one of b
+        assert _vector_accesses(body, "st") == [16], name  # one vector of out
