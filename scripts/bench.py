@@ -6,7 +6,7 @@
 Builds nothing: it benchmarks the extension_cpp that Python imports. Runs
 tests/perf with EXTENSION_CPP_BENCH=full through pytest-benchmark, then
 scripts/bench_report.py (plots, ratio tables, PASS/MISS) and
-scripts/bench_overhead.py (per-call overhead, interleaved). Files are named
+scripts/bench_ratios.py (the ratios timed interleaved, and per-call overhead). Files are named
 <device>-<model>-torch<version>-<date>[...], so runs on different machines
 sit side by side.
 """
@@ -29,7 +29,10 @@ def label(device: str) -> str:
     sys.path.insert(0, os.path.join(ROOT, "tests", "perf"))
     from cases import cpu_name
 
-    name = torch.cuda.get_device_name() if device == "cuda" else cpu_name()
+    # A CPU's model name alone does not tell a 2-core VM from a 16-core host.
+    name = (
+        torch.cuda.get_device_name() if device == "cuda" else f"{cpu_name()} {os.cpu_count()}cores"
+    )
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
     version = torch.__version__.split("+")[0]
     return f"{device}-{slug}-torch{version}-{datetime.date.today().isoformat()}"
@@ -63,9 +66,9 @@ def main() -> None:
 
     report = os.path.join(ROOT, "scripts", "bench_report.py")
     subprocess.run([sys.executable, report, results], check=True)
-    overhead = os.path.join(ROOT, "scripts", "bench_overhead.py")
-    out = os.path.join(args.out, name + "-overhead.md")
-    subprocess.run([sys.executable, overhead, "--device", args.device, "--out", out], check=True)
+    ratios = os.path.join(ROOT, "scripts", "bench_ratios.py")
+    out = os.path.join(args.out, name + "-ratios.md")
+    subprocess.run([sys.executable, ratios, "--device", args.device, "--out", out], check=True)
 
 
 if __name__ == "__main__":

@@ -48,8 +48,14 @@ def load(path: str):
             if n in copies[(variant, dtype)]:
                 row["copy"] = copies[(variant, dtype)][n]
     meta["date"] = data.get("datetime", "")[:10]
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
-    meta["load"] = f"{load} on {os.cpu_count()} CPUs"
+    # The benchmarked machine's 1-minute load average, recorded by each test.
+    loads = [
+        b["extra_info"]["load_1min"] for b in data["benchmarks"] if "load_1min" in b["extra_info"]
+    ]
+    cpus = data["machine_info"].get("cpu", {}).get("count", "?")
+    meta["load"] = (
+        f"{min(loads):.1f} to {max(loads):.1f} on {cpus} CPUs" if loads else "not recorded"
+    )
     return table, meta
 
 
@@ -131,7 +137,14 @@ def markdown(table, meta, results) -> str:
         "Effective bandwidth counts 2 reads + 1 write per element (copy: 1 + 1).",
         "Ratios are of GB/s measured in the same run; > 1 means ours is faster.",
         "`best` is the fastest of eager, the native op and torch.compile.",
-        f"Host load average (1, 5, 15 min) when this report was written: {meta['load']}.",
+        f"Host load average (1 min) during the run: {meta['load']}.",
+        "",
+        "Each implementation here is timed in its own test, one after another.",
+        "Two runs on one H200 gave PyTorch's own ops kernel times within 6% of",
+        "each other for N >= 2^20 (16% below), but whole-call times up to 1.6x",
+        "apart: more than the ops differ. For whole-call and CPU ratios the",
+        "interleaved tables (`-ratios.md`, from scripts/bench_ratios.py, with an",
+        "A/A control) are the measurement of record.",
         "",
     ]
     by_variant = collections.defaultdict(dict)

@@ -149,6 +149,7 @@ def test_bandwidth(benchmark, device, threads, dtype, op, impl, metric, n):
         bytes_per_call=cases.bytes_moved(impl, n, dtype),
         calls_per_round=calls,
         torch_version=torch.__version__,
+        load_1min=os.getloadavg()[0],  # other work on the machine skews the timing
     )
     benchmark.pedantic(run, rounds=ROUNDS[device], warmup_rounds=2, iterations=1)
     stats = getattr(benchmark, "stats", None)

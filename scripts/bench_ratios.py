@@ -1,0 +1,242 @@
+"""Interleaved ratios: our ops against PyTorch's, whole calls from Python.
+
+    python scripts/bench_ratios.py [--device cpu|cuda] [--out FILE.md]
+
+The ratio targets of issue 5 compare our ops with PyTorch's on one machine.
+Timed one after the other, as the pytest-benchmark suite times them, two
+identical calls can differ by 10-50% on a shared or small machine, far more
+than the differences being judged. Here the candidates take turns instead:
+each is timed in batches, they alternate for many rounds, and the fastest
+batch of each counts (other processes only ever add time), so every ratio
+compares numbers taken milliseconds apart. An A/A control, the native op
+timed twice as if it were two candidates, shows how far a ratio strays from
+1.0 by chance alone.
+
+* CPU only, one element on one thread: each way of calling the ops (the
+  public function, the OpOverloadPacket ``torch.ops.extension_cpp.mymuladd``,
+  its ``.default`` overload) against the PyTorch expressions they replace,
+  without and with ``requires_grad``, with the per-call overhead targets.
+  The clock is the thread's CPU time.
+* Every device, N from 1 up: each public function against the single native
+  op (addcmul, mul, add with out=), a batch of calls then one
+  synchronisation, by the wall clock: what a user pays per call, host and
+  device together. On the CPU at 1 thread and at every core; targets: on
+  CUDA >= 1.0 at every N, on the CPU >= 1.0 for N >= 2^16.
+
+Prints the tables; --out also writes them as Markdown.
+"""
+
+import argparse
+import datetime
+import os
+import sys
+import time
+
+import torch
+
+import extension_cpp
+
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "perf")
+)
+import cases as perf_cases  # noqa: E402  (tests/perf/cases.py)
+
+ops = torch.ops.extension_cpp
+
+
+def measure(cases: dict, rounds: int = 40, calls: int = 2000, sync=None) -> dict:
+    """Fastest per-call microseconds of each case, interleaved over rounds.
+
+    Without `sync`, the clock is the thread's CPU time; with it (a device
+    synchronisation run after each batch), the wall clock.
+    """
+    clock = time.thread_time_ns if sync is None else time.perf_counter_ns
+    for fn in cases.values():
+        for _ in range(calls):
+            fn()
+    best = dict.fromkeys(cases, float("inf"))
+    for _ in range(rounds):
+        for name, fn in cases.items():
+            t0 = clock()
+            for _ in range(calls):
+                fn()
+            if sync is not None:
+                sync()
+            best[name] = min(best[name], (clock() - t0) / calls / 1e3)
+    return best
+
+
+SWEEP_EXPONENTS = {"cpu": (0, 4, 8, 12, 14, 16, 18, 20, 22), "cuda": (0, 4, 8, 12, 16, 20, 22, 24)}
+SWEEP_DTYPES = {
+    "cpu": ("float32", "float64", "bfloat16", "float16"),
+    "cuda": ("float32", "bfloat16", "float16"),
+}
+OPS = ("mymuladd", "mymul", "myadd_out")
+NATIVE = {"mymuladd": "torch.addcmul", "mymul": "torch.mul", "myadd_out": "torch.add(out=)"}
+BATCH_SECONDS = 0.002  # a batch at least this long, unless 200 calls are shorter
+ROUNDS = 25
+
+
+def candidates(device: str, dtype: torch.dtype, n: int) -> dict:
+    """(op, 'native' | 'ours') -> one call, plus ('control', 'native') for A/A."""
+    a = torch.randn(n, dtype=dtype, device=device)
+    b = torch.randn(n, dtype=dtype, device=device)
+    out, c0 = torch.empty_like(a), torch.tensor(0.5, dtype=dtype, device=device)
+    return {
+        ("mymuladd", "native"): lambda: torch.addcmul(c0, a, b),
+        ("mymuladd", "ours"): lambda: extension_cpp.mymuladd(a, b, 0.5),
+        ("mymul", "native"): lambda: torch.mul(a, b),
+        ("mymul", "ours"): lambda: extension_cpp.mymul(a, b),
+        ("myadd_out", "native"): lambda: torch.add(a, b, out=out),
+        ("myadd_out", "ours"): lambda: extension_cpp.myadd_out(a, b, out),
+        ("control", "native"): lambda: torch.mul(a, b),
+    }
+
+
+def calls_per_batch(fn, sync) -> int:
+    for _ in range(3):
+        fn()
+    sync()
+    t0 = time.perf_counter()
+    fn()
+    sync()
+    return int(min(max(BATCH_SECONDS / max(time.perf_counter() - t0, 1e-7), 1), 200))
+
+
+def sweep(device: str, threads: int) -> list:
+    """Rows (dtype, N, native mul us, {op: native/ours}, A/A ratio)."""
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    torch.set_num_threads(threads)
+    rows = []
+    for dtype_name in SWEEP_DTYPES[device]:
+        for e in SWEEP_EXPONENTS[device]:
+            fns = candidates(device, getattr(torch, dtype_name), 2**e)
+            calls = calls_per_batch(fns[("mymul", "native")], sync)
+            t = measure(fns, rounds=ROUNDS, calls=calls, sync=sync)
+            ratios = {op: t[(op, "native")] / t[(op, "ours")] for op in OPS}
+            control = t[("control", "native")] / t[("mymul", "native")]
+            rows.append((dtype_name, 2**e, t[("mymul", "native")], ratios, control))
+        print(f"  {device}, {threads} thread(s), {dtype_name}: done", flush=True)
+    torch.set_num_threads(1)
+    return rows
+
+
+def _exp(n: int) -> str:
+    return f"2^{n.bit_length() - 1}"
+
+
+def sweep_lines(device: str, threads: int, rows: list) -> list:
+    where = device if device == "cuda" else f"cpu, {threads} thread{'s' if threads > 1 else ''}"
+    lines = [
+        f"## Whole call against the native op: {where}",
+        "",
+        "Batches of calls then one synchronisation, interleaved, fastest of "
+        f"{ROUNDS} rounds. Each cell is native time / our time (> 1: ours is "
+        "faster); A/A is `torch.mul` against itself, the spread of chance alone.",
+        "",
+        "| dtype | N | `torch.mul` us | mymuladd | mymul | myadd_out | A/A |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for dtype, n, mul_us, ratios, control in rows:
+        cells = " | ".join(f"{ratios[op]:.2f}" for op in OPS)
+        lines.append(f"| {dtype} | {_exp(n)} | {mul_us:.2f} | {cells} | {control:.2f} |")
+    smallest = 1 if device == "cuda" else 2**16
+    judged = [r for r in rows if r[1] >= smallest]
+    worst = min((r[3][op], op, r[0], r[1]) for r in judged for op in OPS)
+    controls = [r[4] for r in judged]
+    verdict = "PASS" if worst[0] >= 1.0 else "MISS"
+    lines += [
+        "",
+        f"Target >= 1.0 for N >= {_exp(smallest)}: {verdict}. Worst ratio {worst[0]:.2f} "
+        f"({worst[1]}, {worst[2]}, N={_exp(worst[3])}); A/A ratios over the same cells "
+        f"{min(controls):.2f} to {max(controls):.2f}.",
+        "",
+    ]
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    if args.device == "cuda":
+        where, thread_counts = torch.cuda.get_device_name(), [1]
+    else:
+        cores = os.cpu_count() or 1
+        where, thread_counts = f"{perf_cases.cpu_name()}, {cores} cores", sorted({1, cores})
+    today = datetime.date.today().isoformat()
+    lines = [f"# Interleaved ratios: {where}, torch {torch.__version__}, {today}", ""]
+    if args.device == "cpu":
+        lines += one_element_lines()
+    for threads in thread_counts:
+        lines += sweep_lines(args.device, threads, sweep(args.device, threads))
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+
+
+def one_element_lines() -> list:
+    """The N=1 table: every way of calling, with and without grad, and the targets."""
+    c = 0.5
+    rows, verdicts = [], []
+
+    a, b = torch.randn(1), torch.randn(1)
+    out, c0 = torch.empty(1), torch.tensor(c)
+    t = measure(
+        {
+            "torch.addcmul(c0, a, b)": lambda: torch.addcmul(c0, a, b),
+            "a * b + c": lambda: a * b + c,
+            "extension_cpp.mymuladd(a, b, c)": lambda: extension_cpp.mymuladd(a, b, c),
+            "torch.ops.extension_cpp.mymuladd(a, b, c)": lambda: ops.mymuladd(a, b, c),
+            "torch.ops.extension_cpp.mymuladd.default(a, b, c)": lambda: ops.mymuladd.default(
+                a, b, c
+            ),
+            "torch.mul(a, b)": lambda: torch.mul(a, b),
+            "extension_cpp.mymul(a, b)": lambda: extension_cpp.mymul(a, b),
+            "torch.add(a, b, out=out)": lambda: torch.add(a, b, out=out),
+            "extension_cpp.myadd_out(a, b, out)": lambda: extension_cpp.myadd_out(a, b, out),
+        }
+    )
+    rows += [("no grad", k, v) for k, v in t.items()]
+    ours = t["extension_cpp.mymuladd(a, b, c)"]
+    verdicts.append(("mymuladd <= 1.5x addcmul", ours / t["torch.addcmul(c0, a, b)"], 1.5))
+    verdicts.append(("mymuladd <= eager a * b + c", ours / t["a * b + c"], 1.0))
+
+    a, b = torch.randn(1, requires_grad=True), torch.randn(1, requires_grad=True)
+    t = measure(
+        {
+            "a * b + c": lambda: a * b + c,
+            "extension_cpp.mymuladd(a, b, c)": lambda: extension_cpp.mymuladd(a, b, c),
+            "torch.ops.extension_cpp.mymuladd(a, b, c)": lambda: ops.mymuladd(a, b, c),
+            "torch.ops.extension_cpp.mymuladd.default(a, b, c)": lambda: ops.mymuladd.default(
+                a, b, c
+            ),
+            "a * b": lambda: a * b,
+            "extension_cpp.mymul(a, b)": lambda: extension_cpp.mymul(a, b),
+        }
+    )
+    rows += [("requires_grad", k, v) for k, v in t.items()]
+    verdicts.append(
+        (
+            "grad: mymuladd <= 1.25x eager",
+            t["extension_cpp.mymuladd(a, b, c)"] / t["a * b + c"],
+            1.25,
+        )
+    )
+
+    lines = ["## One element, one thread", "", "| grad | call | us per call |", "|---|---|---|"]
+    lines += [f"| {g} | `{k}` | {v:.2f} |" for g, k, v in rows]
+    lines += ["", "| target | ratio | limit | |", "|---|---|---|---|"]
+    lines += [
+        f"| {name} | {r:.2f} | <= {lim} | {'PASS' if r <= lim else 'MISS'} |"
+        for name, r, lim in verdicts
+    ]
+    return lines + [""]
+
+
+if __name__ == "__main__":
+    main()
