@@ -15,10 +15,16 @@ against torch.mul before it is timed.
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 import torch
 from torch.utils.cpp_extension import load
+
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "perf")
+)
+import cases as perf_cases  # noqa: E402  (tests/perf/cases.py: the graph capture)
 
 # (threads per block, 16-byte vectors per thread), in the .cu's switch order.
 SHAPES = [(256, 2), (256, 1), (128, 1), (128, 2), (512, 1), (128, 4), (256, 4), (64, 2)]
@@ -37,23 +43,8 @@ def build():
     )
 
 
-def captured(fn, calls: int) -> torch.cuda.CUDAGraph:
-    """`calls` calls of fn in one CUDA graph (warmed up on a side stream first)."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(calls):
-            fn()
-    return graph
-
-
 def seconds_per_call(cases: dict, calls: int) -> dict:
-    graphs = {name: captured(fn, calls) for name, fn in cases.items()}
+    graphs = {name: perf_cases.captured(fn, calls) for name, fn in cases.items()}
     best = dict.fromkeys(cases, float("inf"))
     for _ in range(REPLAYS):
         for name, graph in graphs.items():

@@ -129,8 +129,19 @@ def make_round(case: Case, device: str, metric: str, calls: int) -> Callable[[],
         return run
     if metric != "kernel" or not device.startswith("cuda"):
         raise ValueError(f"metric {metric!r} is not available on {device}")
-    # Capture `calls` calls once; each round replays them. Warm up on a side
-    # stream first, as CUDA graph capture requires.
+    graph = captured(fn, calls)  # each round replays it
+
+    def replay() -> None:
+        graph.replay()
+        torch.cuda.synchronize()
+
+    replay.graph = graph  # keep the graph (and its memory pool) alive
+    return replay
+
+
+def captured(fn: Callable[[], object], calls: int) -> torch.cuda.CUDAGraph:
+    """`calls` calls of fn captured in one CUDA graph, after a warm-up on a
+    side stream (as capture requires)."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
@@ -141,13 +152,7 @@ def make_round(case: Case, device: str, metric: str, calls: int) -> Callable[[],
     with torch.cuda.graph(graph):
         for _ in range(calls):
             fn()
-
-    def replay() -> None:
-        graph.replay()
-        torch.cuda.synchronize()
-
-    replay.graph = graph  # keep the graph (and its memory pool) alive
-    return replay
+    return graph
 
 
 def calls_per_round(case: Case, device: str, round_seconds: float) -> int:
