@@ -72,7 +72,6 @@ SWEEP_DTYPES = {
     "cuda": ("float32", "bfloat16", "float16"),
 }
 OPS = ("mymuladd", "mymul", "myadd_out")
-NATIVE = {"mymuladd": "torch.addcmul", "mymul": "torch.mul", "myadd_out": "torch.add(out=)"}
 BATCH_SECONDS = 0.002  # a batch at least this long, unless 200 calls are shorter
 ROUNDS = 25
 

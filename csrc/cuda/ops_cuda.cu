@@ -116,16 +116,13 @@ int64_t resident_blocks(c10::DeviceIndex device) {
   return blocks.at(device);
 }
 
-// Enough blocks for `work` threads, capped at one full wave of the device:
-// the strided kernel's grid-stride loop covers the rest.
-int64_t grid_for(int64_t work, c10::DeviceIndex device) {
-  return std::max<int64_t>(1, std::min((work + kThreads - 1) / kThreads, resident_blocks(device)));
-}
-
-// One block per kThreads vectors of the contiguous kernel (at least one:
-// block 0 also handles the remainder).
-int64_t blocks_for(int64_t vectors) {
-  return std::max<int64_t>(1, std::min((vectors + kThreads - 1) / kThreads, kMaxBlocks));
+// One block per kThreads items of work, at least one (block 0 of the
+// contiguous kernel also handles the remainder) and at most `cap`: the
+// kernels' grid-stride loops cover what lies beyond. The strided kernel caps
+// at one full wave of the device (resident_blocks), the contiguous kernel at
+// kMaxBlocks.
+int64_t blocks_for(int64_t work, int64_t cap) {
+  return std::max<int64_t>(1, std::min((work + kThreads - 1) / kThreads, cap));
 }
 
 bool aligned_to(const void* p, int64_t bytes) {
@@ -139,12 +136,14 @@ void run(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout
   constexpr int kVec = 16 / sizeof(scalar_t);
   const int64_t n = layout.numel;
   if (!layout.contiguous()) {
-    strided_kernel<<<grid_for(n, device), kThreads, 0, stream>>>(out, a, b, layout, op);
+    strided_kernel<<<blocks_for(n, resident_blocks(device)), kThreads, 0, stream>>>(out, a, b,
+                                                                                    layout, op);
   } else if (aligned_to(out, 16) && aligned_to(a, 16) && aligned_to(b, 16)) {
     contiguous_kernel<scalar_t, kVec>
-        <<<blocks_for(n / kVec), kThreads, 0, stream>>>(out, a, b, n, op);
+        <<<blocks_for(n / kVec, kMaxBlocks), kThreads, 0, stream>>>(out, a, b, n, op);
   } else {
-    contiguous_kernel<scalar_t, 1><<<blocks_for(n), kThreads, 0, stream>>>(out, a, b, n, op);
+    contiguous_kernel<scalar_t, 1>
+        <<<blocks_for(n, kMaxBlocks), kThreads, 0, stream>>>(out, a, b, n, op);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
