@@ -10,6 +10,17 @@
 //             and second (and higher) derivatives work.
 //   myadd_out: like PyTorch's out= ops, not differentiable: an input that
 //             requires grad under grad mode is an error, not a silent detach.
+//
+// Forward mode (torch.autograd.forward_ad, torch.func.jvp / jacfwd) is handled
+// here too: the tangent of a * b (+ c) is ta * b + a * tb, again through mymul.
+// Without it, the redispatch below would drop the inputs' tangents and the
+// output would silently have none (a zero jvp).
+//
+// torch.func's reverse-mode transforms (grad, vjp, jacrev, hessian, vmap of
+// grad) cannot run a C++ torch::autograd::Function. extension_cpp/ops.py
+// routes those calls to a Python autograd.Function with the same formulas;
+// a call that reaches this kernel under such a transform anyway (through
+// torch.ops directly) gets an error that says where to go instead.
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/autograd/VariableTypeUtils.h>
 #include <torch/csrc/autograd/custom_function.h>
@@ -54,8 +65,46 @@ c10::DispatchKeySet below_autograd(c10::DispatchKeySet ks) {
   return ks & c10::after_autograd_keyset;
 }
 
-bool needs_grad(const at::Tensor& a, const at::Tensor& b) {
-  return at::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad());
+bool needs_grad(const char* op, const at::Tensor& a, const at::Tensor& b) {
+  if (!at::GradMode::is_enabled() || !(a.requires_grad() || b.requires_grad())) {
+    return false;
+  }
+  // torch.func's grad-tracking transforms hand the kernel wrapped tensors.
+  const bool under_func_grad = a.key_set().has(c10::DispatchKey::FuncTorchGradWrapper) ||
+                               b.key_set().has(c10::DispatchKey::FuncTorchGradWrapper);
+  TORCH_CHECK(!under_func_grad, "torch.ops.extension_cpp.", op,
+              " was called under a torch.func transform that needs its gradient (grad, vjp, "
+              "jacrev, hessian or vmap of one of them); call extension_cpp.",
+              op, " instead, which supports every torch.func transform");
+  return true;
+}
+
+// Forward-mode AD keeps one tangent per tensor at level 0 (functorch's jvp
+// maps its own levels onto it).
+constexpr uint64_t kFwLevel = 0;
+
+bool has_tangent(const at::Tensor& t) { return t._fw_grad(kFwLevel).defined(); }
+
+// out = op(a, b) with dual inputs: computes op on the primals (so reverse
+// mode still records its graph) and attaches d(a * b) = ta * b + a * tb,
+// built from mymul, as the output's tangent.
+template <typename Primal>
+at::Tensor with_tangent(const at::Tensor& a, const at::Tensor& b, Primal primal) {
+  const at::Tensor a_p = a._fw_primal(kFwLevel);
+  const at::Tensor b_p = b._fw_primal(kFwLevel);
+  const at::Tensor& ta = a._fw_grad(kFwLevel);
+  const at::Tensor& tb = b._fw_grad(kFwLevel);
+  at::Tensor out = primal(a_p, b_p);
+  at::Tensor tangent;
+  if (ta.defined()) {
+    tangent = call_mymul(ta, b_p);
+  }
+  if (tb.defined()) {
+    at::Tensor term = call_mymul(a_p, tb);
+    tangent = tangent.defined() ? tangent.add(term) : term;
+  }
+  out._set_fw_grad(tangent, kFwLevel, /*is_inplace_op=*/false);
+  return out;
 }
 
 // Shared by both ops: out = a * b (+ c), so grad_a = grad * b, grad_b = grad * a.
@@ -108,7 +157,12 @@ struct MulFunction : public torch::autograd::Function<MulFunction> {
 // below autograd: no Function node, no second trip through the dispatcher.
 at::Tensor mymuladd_autograd(c10::DispatchKeySet ks, const at::Tensor& a, const at::Tensor& b,
                              double c) {
-  if (!needs_grad(a, b)) {
+  if (has_tangent(a) || has_tangent(b)) {
+    return with_tangent(a, b, [&](const at::Tensor& x, const at::Tensor& y) {
+      return mymuladd_autograd(ks, x, y, c);
+    });
+  }
+  if (!needs_grad("mymuladd", a, b)) {
     const at::AutoDispatchBelowADInplaceOrView guard;
     return mymuladd_op().redispatch(below_autograd(ks), a, b, c);
   }
@@ -116,7 +170,11 @@ at::Tensor mymuladd_autograd(c10::DispatchKeySet ks, const at::Tensor& a, const 
 }
 
 at::Tensor mymul_autograd(c10::DispatchKeySet ks, const at::Tensor& a, const at::Tensor& b) {
-  if (!needs_grad(a, b)) {
+  if (has_tangent(a) || has_tangent(b)) {
+    return with_tangent(
+        a, b, [&](const at::Tensor& x, const at::Tensor& y) { return mymul_autograd(ks, x, y); });
+  }
+  if (!needs_grad("mymul", a, b)) {
     const at::AutoDispatchBelowADInplaceOrView guard;
     return mymul_op().redispatch(below_autograd(ks), a, b);
   }
@@ -137,6 +195,16 @@ void myadd_out_autograd(c10::DispatchKeySet ks, const at::Tensor& a, const at::T
                 " requires grad; use a + b, or call myadd_out "
                 "under torch.no_grad()");
   }
+  // Forward mode likewise: writing a tangent-free result into out would be a
+  // silently zero derivative.
+  const char* dual = has_tangent(a)     ? "a"
+                     : has_tangent(b)   ? "b"
+                     : has_tangent(out) ? "out"
+                                        : nullptr;
+  TORCH_CHECK(dual == nullptr,
+              "myadd_out: out= operations do not support forward-mode automatic "
+              "differentiation (torch.func.jvp, torch.autograd.forward_ad), but ",
+              dual, " has a tangent; use a + b instead");
   {
     const at::AutoDispatchBelowADInplaceOrView guard;
     myadd_out_op().redispatch(below_autograd(ks), a, b, out);

@@ -8,6 +8,8 @@ real kernels exactly: same shape, dtype, device and strides (always
 contiguous), and the same errors for bad input.
 """
 
+from typing import Optional
+
 import torch
 from torch import Tensor
 
@@ -45,6 +47,11 @@ _myadd_out_entry = _entry(_myadd_out)
 # Bound once: Dynamo reads it as the constant True while it traces, and in
 # eager mode it is a bare function returning False.
 _is_dynamo_compiling = torch.compiler.is_dynamo_compiling
+# True inside torch.func.grad, vjp, jacrev, jacfwd, jvp, hessian or vmap. The
+# C++ autograd kernel (a torch::autograd::Function) cannot run under the
+# reverse-mode ones, so the public functions switch to _Product below there.
+# torch.autograd.Function.apply makes the same test.
+_functorch_active = torch._C._are_functorch_transforms_active
 
 
 def mymuladd(a: Tensor, b: Tensor, c: float) -> Tensor:
@@ -63,6 +70,8 @@ def mymuladd(a: Tensor, b: Tensor, c: float) -> Tensor:
         RuntimeError: naming the argument and what was received, when the dtypes,
             shapes or devices are not as above.
     """
+    if _functorch_active():
+        return _Product.apply(a, b, c)
     if _is_dynamo_compiling():
         return _mymuladd(a, b, c)
     return _mymuladd_entry(a, b, c)
@@ -74,6 +83,8 @@ def mymul(a: Tensor, b: Tensor) -> Tensor:
     Same arguments, layouts and errors as :func:`mymuladd`, without ``c``.
     Differentiable to any order: its backward is built from ``mymul`` itself.
     """
+    if _functorch_active():
+        return _Product.apply(a, b, None)
     if _is_dynamo_compiling():
         return _mymul(a, b)
     return _mymul_entry(a, b)
@@ -98,6 +109,43 @@ def myadd_out(a: Tensor, b: Tensor, out: Tensor) -> None:
         _myadd_out_entry(a, b, out)
 
 
+class _Product(torch.autograd.Function):
+    """mymul (``c is None``) and mymuladd for torch.func transforms.
+
+    The same formulas as the C++ autograd kernel in csrc/autograd.cpp, as a
+    Python autograd.Function, which torch.func can transform: backward
+    ``grad * b``, ``grad * a`` and tangent ``ta * b + a * tb``, all through
+    :func:`mymul`, so every order of derivative runs our kernels. Under vmap
+    the forward is vmapped through the ops' batching rules (register_vmap
+    below), and so are backward and jvp.
+    """
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(a: Tensor, b: Tensor, c: Optional[float]) -> Tensor:
+        return _mymul(a, b) if c is None else _mymuladd(a, b, c)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        a, b, _ = inputs
+        ctx.save_for_backward(a, b)
+        ctx.save_for_forward(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        grad_a = mymul(grad, b) if ctx.needs_input_grad[0] else None
+        grad_b = mymul(grad, a) if ctx.needs_input_grad[1] else None
+        return grad_a, grad_b, None
+
+    @staticmethod
+    def jvp(ctx, ta, tb, _):
+        a, b = ctx.saved_tensors
+        terms = [mymul(t, x) for t, x in ((ta, b), (tb, a)) if t is not None]
+        return terms[0] if len(terms) == 1 else terms[0] + terms[1]
+
+
 # Fake kernels: run by FakeTensor under torch.compile / torch.export instead of
 # the real kernels. They check what the real kernels check, in the same words.
 
@@ -117,3 +165,43 @@ def _mymul_fake(a: Tensor, b: Tensor) -> Tensor:
 @torch.library.register_fake("extension_cpp::myadd_out")
 def _myadd_out_fake(a: Tensor, b: Tensor, out: Tensor) -> None:
     _checks.check_out("myadd_out", a, b, out)
+
+
+# Batching rules for torch.vmap: the batch dimension moves to the front of
+# each batched argument, unbatched ones are expanded to match (a stride-0
+# view, no copy), and one call of the op covers the whole batch.
+
+
+def _batch_first(info, in_dims, *tensors: Tensor) -> list:
+    return [
+        t.unsqueeze(0).expand(info.batch_size, *t.shape) if d is None else t.movedim(d, 0)
+        for t, d in zip(tensors, in_dims)
+    ]
+
+
+@torch.library.register_vmap("extension_cpp::mymuladd")
+def _mymuladd_vmap(info, in_dims, a: Tensor, b: Tensor, c: float):
+    a, b = _batch_first(info, in_dims[:2], a, b)
+    return _mymuladd(a, b, c), 0
+
+
+@torch.library.register_vmap("extension_cpp::mymul")
+def _mymul_vmap(info, in_dims, a: Tensor, b: Tensor):
+    a, b = _batch_first(info, in_dims, a, b)
+    return _mymul(a, b), 0
+
+
+@torch.library.register_vmap("extension_cpp::myadd_out")
+def _myadd_out_vmap(info, in_dims, a: Tensor, b: Tensor, out: Tensor):
+    # Each sample writes its own slice of out, so out must carry the batch
+    # dimension; an unbatched out would receive every sample's result at once.
+    torch._check(
+        in_dims[2] is not None,
+        lambda: (
+            "myadd_out: under torch.vmap, out must be batched like the inputs (it would "
+            "receive every sample's result); vmap over out too, or use a + b"
+        ),
+    )
+    a, b, out = _batch_first(info, in_dims, a, b, out)
+    _myadd_out(a, b, out)
+    return None, None  # no output, so no output batch dimension
