@@ -46,6 +46,10 @@ struct AddOp {
 
 constexpr int kMaxDims = 25;  // as TensorIterator's OffsetCalculator
 
+// The most dimensions an input may have before merging (the layout code keeps
+// per-dimension arrays of this size on the stack).
+constexpr int kMaxInputDims = 64;
+
 struct BinaryLayout {
   int ndim = 0;
   int64_t numel = 1;
@@ -60,14 +64,32 @@ struct BinaryLayout {
 };
 
 // Builds the merged layout from PyTorch-order (outermost first) sizes and the
-// three operands' strides. Returns false if more than kMaxDims dimensions
-// remain after merging; the caller reports that as a user error.
+// three operands' strides. Dimensions are walked in the output's memory order
+// (by its strides, largest outermost), not in logical order: an output that
+// keeps a channels_last or transposed input's layout then merges with it into
+// one dense run, which the vectorised loops take. Returns false if more than
+// kMaxDims dimensions remain after merging; the caller reports that as a user
+// error.
 inline bool make_binary_layout(int ndim, const int64_t* sizes, const int64_t* const strides[3],
                                BinaryLayout* layout) {
+  if (ndim > kMaxInputDims) {
+    return false;
+  }
+  // order: dimensions sorted by the output's stride, largest first; a stable
+  // insertion sort, so equal strides keep their logical order.
+  int order[kMaxInputDims];
+  for (int d = 0; d < ndim; ++d) {
+    int k = d;
+    for (; k > 0 && strides[0][order[k - 1]] < strides[0][d]; --k) {
+      order[k] = order[k - 1];
+    }
+    order[k] = d;
+  }
   BinaryLayout& l = *layout;
   l.ndim = 0;
   l.numel = 1;
-  for (int d = ndim - 1; d >= 0; --d) {  // innermost first
+  for (int k = ndim - 1; k >= 0; --k) {  // innermost first
+    const int d = order[k];
     const int64_t size = sizes[d];
     l.numel *= size;
     if (size == 1) {
@@ -101,6 +123,171 @@ inline bool make_binary_layout(int ndim, const int64_t* sizes, const int64_t* co
     }
   }
   return true;
+}
+
+// ---------------------------------------------------------------------------
+// The output's strides: PyTorch's rule for elementwise ops, so that
+// mymul(a, b) is laid out exactly as torch.mul(a, b) (at::TensorIterator:
+// fast_set_up, then reorder_dimensions and allocate_or_resize_outputs in
+// aten/src/ATen/TensorIterator.cpp). In short: inputs that are both
+// contiguous, both channels_last, or both dense with equal strides give an
+// output of that layout; otherwise the output is dense with its dimensions
+// ordered by the inputs' strides (a's first, b's to break ties, stride-0
+// dimensions ignored). A layout-preserving output is what lets a transposed
+// or channels_last input run at copy speed: a contiguous output would turn
+// the op into a transpose.
+// ---------------------------------------------------------------------------
+
+namespace layout_detail {
+
+// c10's TensorImpl::is_contiguous(): size-1 dimensions may have any stride.
+inline bool is_contiguous(int ndim, const int64_t* sizes, const int64_t* strides) {
+  for (int d = 0; d < ndim; ++d) {
+    if (sizes[d] == 0) {
+      return true;  // no elements: any strides will do
+    }
+  }
+  int64_t expected = 1;
+  for (int d = ndim - 1; d >= 0; --d) {
+    if (sizes[d] != 1) {
+      if (strides[d] != expected) {
+        return false;
+      }
+      expected *= sizes[d];
+    }
+  }
+  return true;
+}
+
+// is_contiguous(memory_format=torch.channels_last), for 4-d tensors: NHWC.
+inline bool is_channels_last(int ndim, const int64_t* sizes, const int64_t* strides) {
+  if (ndim != 4) {
+    return false;
+  }
+  int64_t expected = 1;
+  for (int d : {1, 3, 2, 0}) {
+    if (sizes[d] != 1) {
+      if (strides[d] != expected) {
+        return false;
+      }
+      expected *= sizes[d];
+    }
+  }
+  return true;
+}
+
+// c10's is_non_overlapping_and_dense(): some permutation of the dimensions
+// is contiguous.
+inline bool is_dense(int ndim, const int64_t* sizes, const int64_t* strides) {
+  if (ndim == 1) {
+    return sizes[0] < 2 || strides[0] == 1;
+  }
+  // Dimensions of size >= 2 by increasing stride (size-1 ones do not count).
+  int perm[kMaxInputDims];
+  int n = 0;
+  for (int d = 0; d < ndim; ++d) {
+    if (sizes[d] >= 2) {
+      int k = n++;
+      for (; k > 0 && strides[perm[k - 1]] > strides[d]; --k) {
+        perm[k] = perm[k - 1];
+      }
+      perm[k] = d;
+    }
+  }
+  int64_t expected = 1;
+  for (int k = 0; k < n; ++k) {
+    if (strides[perm[k]] != expected) {
+      return false;
+    }
+    expected *= sizes[perm[k]];
+  }
+  return true;
+}
+
+}  // namespace layout_detail
+
+// Writes the strides (in elements) of f(a, b)'s output to `out`; a and b
+// have `ndim` <= kMaxInputDims dimensions of `sizes`.
+inline void elementwise_output_strides(int ndim, const int64_t* sizes, const int64_t* a_strides,
+                                       const int64_t* b_strides, int64_t* out) {
+  using namespace layout_detail;
+  const int64_t* in[2] = {a_strides, b_strides};
+  auto contiguous = [&] {
+    int64_t next = 1;
+    for (int d = ndim - 1; d >= 0; --d) {
+      out[d] = next;
+      next *= sizes[d] > 1 ? sizes[d] : 1;
+    }
+  };
+  // TensorIterator's fast set-up: both inputs of one standard layout.
+  if (is_contiguous(ndim, sizes, a_strides) && is_contiguous(ndim, sizes, b_strides)) {
+    return contiguous();
+  }
+  if (is_channels_last(ndim, sizes, a_strides) && is_channels_last(ndim, sizes, b_strides)) {
+    out[1] = 1;  // N, C, H, W laid out as N, H, W, C
+    out[3] = sizes[1];
+    out[2] = out[3] * sizes[3];
+    out[0] = out[2] * sizes[2];
+    return;
+  }
+  bool same = true;
+  for (int d = 0; d < ndim; ++d) {
+    same = same && a_strides[d] == b_strides[d];
+  }
+  if (same && is_dense(ndim, sizes, a_strides)) {
+    for (int d = 0; d < ndim; ++d) {
+      out[d] = a_strides[d];
+    }
+    return;
+  }
+  // The general rule: perm[0] is the fastest-moving dimension. Start from the
+  // logical order (innermost first) and insertion-sort by the inputs'
+  // strides; `compare` returns 1 if dim0 should move after dim1, -1 if it
+  // should stay before it, 0 if the inputs do not say.
+  auto compare = [&](int dim0, int dim1) {
+    for (const int64_t* s : in) {
+      if (s[dim0] == 0 || s[dim1] == 0) {
+        continue;  // broadcast along one of them: ask the next input
+      }
+      if (s[dim0] != s[dim1]) {
+        return s[dim0] < s[dim1] ? -1 : 1;
+      }
+      if (sizes[dim0] > sizes[dim1]) {
+        return 1;  // equal strides: the smaller dimension goes first
+      }
+    }
+    return 0;
+  };
+  int perm[kMaxInputDims];
+  for (int k = 0; k < ndim; ++k) {
+    perm[k] = ndim - 1 - k;
+  }
+  for (int i = 1; i < ndim; ++i) {
+    int dim1 = i;
+    for (int dim0 = i - 1; dim0 >= 0; --dim0) {
+      const int c = compare(perm[dim0], perm[dim1]);
+      if (c > 0) {
+        const int t = perm[dim0];
+        perm[dim0] = perm[dim1];
+        perm[dim1] = t;
+        dim1 = dim0;
+      } else if (c < 0) {
+        break;
+      }
+    }
+  }
+  bool logical = true;
+  for (int k = 0; k < ndim; ++k) {
+    logical = logical && perm[k] == ndim - 1 - k;
+  }
+  if (logical) {
+    return contiguous();
+  }
+  int64_t next = 1;
+  for (int k = 0; k < ndim; ++k) {
+    out[perm[k]] = next;
+    next *= sizes[perm[k]];
+  }
 }
 
 // Element offsets (in elements) of linear index `i` in each operand.

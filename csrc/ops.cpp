@@ -59,6 +59,12 @@ void check_same(const char* op, const char* x_name, const at::Tensor& x, const c
               " to have the same shape, got ", list_str(x.sizes()), " and ", list_str(y.sizes()));
 }
 
+void check_rank(const char* op, const at::Tensor& a) {
+  TORCH_CHECK(a.dim() <= kMaxInputDims, op, ": tensors with more than ",
+              std::to_string(kMaxInputDims), " dimensions are not supported, got ",
+              std::to_string(a.dim()));
+}
+
 void check_inputs(const char* op, const at::Tensor& a, const at::Tensor& b) {
   check_dtype(op, "a", a);
   check_dtype(op, "b", b);
@@ -118,9 +124,13 @@ BinaryLayout layout_of(const char* op, const at::Tensor& out, const at::Tensor& 
 at::Tensor binary_functional(const char* op, const at::Tensor& a, const at::Tensor& b,
                              BinaryOpKind kind, double c, BinaryLauncher launch, EmptyLike empty) {
   check_inputs(op, a, b);
-  // Always contiguous, whatever the inputs' layout: the fake kernel in
-  // extension_cpp/ops.py promises exactly these strides.
-  at::Tensor out = empty(a);
+  check_rank(op, a);
+  // The strides torch.mul(a, b) would have; the fake kernel in
+  // extension_cpp/ops.py returns exactly these.
+  int64_t strides[kMaxInputDims];
+  elementwise_output_strides(static_cast<int>(a.dim()), a.sizes().data(), a.strides().data(),
+                             b.strides().data(), strides);
+  at::Tensor out = empty(a, c10::IntArrayRef(strides, a.dim()));
   if (out.numel() > 0) {
     launch(out, a, b, kind, c, layout_of(op, out, a, b));
   }
@@ -130,6 +140,7 @@ at::Tensor binary_functional(const char* op, const at::Tensor& a, const at::Tens
 void binary_out(const char* op, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
                 BinaryOpKind kind, double c, BinaryLauncher launch) {
   check_inputs(op, a, b);
+  check_rank(op, a);
   check_dtype(op, "out", out);
   check_same(op, "out", out, "a", a);
   TORCH_CHECK(provably_non_overlapping(out), op,

@@ -22,11 +22,11 @@ enum class BinaryOpKind { kMulAdd, kMul, kAdd };
 using BinaryLauncher = void (*)(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b,
                                 BinaryOpKind kind, double c, const BinaryLayout& layout);
 
-// A new contiguous tensor of like's shape and dtype on like's device. Each
-// backend calls its allocator directly (at::detail::empty_cpu, empty_cuda)
-// rather than at::empty, which goes through the dispatcher: a measurable
-// part of the per-call cost at small sizes.
-using EmptyLike = at::Tensor (*)(const at::Tensor& like);
+// A new tensor of like's shape, dtype and device with the given strides. Each
+// backend calls its allocator directly (at::detail::empty_strided_cpu,
+// empty_strided_cuda) rather than at::empty_strided, which goes through the
+// dispatcher: a measurable part of the per-call cost at small sizes.
+using EmptyLike = at::Tensor (*)(const at::Tensor& like, c10::IntArrayRef strides);
 
 // Calls body(out_ptr, a_ptr, b_ptr, functor) with the pointers typed by the
 // call's dtype and the functor of `kind`, computing in at::opmath_type
@@ -52,7 +52,8 @@ void dispatch_binary(const at::Tensor& out, const at::Tensor& a, const at::Tenso
   });
 }
 
-// mymuladd / mymul: checks a and b, returns a new contiguous tensor.
+// mymuladd / mymul: checks a and b, returns a new tensor laid out as
+// torch.mul(a, b) would be (elementwise_output_strides).
 at::Tensor binary_functional(const char* op, const at::Tensor& a, const at::Tensor& b,
                              BinaryOpKind kind, double c, BinaryLauncher launch, EmptyLike empty);
 

@@ -88,3 +88,15 @@ def check_out(op: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> N
     )
     _check_no_partial_overlap(op, out, "a", a)
     _check_no_partial_overlap(op, out, "b", b)
+
+
+def elementwise_output(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """An empty tensor with the sizes and strides of ``torch.mul(a, b)``.
+
+    That is the kernels' layout rule (PyTorch's TensorIterator rule, written
+    out in csrc/elementwise.h as elementwise_output_strides). Under
+    FakeTensor, ``torch.mul`` runs only its meta function, so this asks
+    PyTorch itself for the layout instead of restating the rule here; the
+    conformance suite checks that the C++ rule gives the same strides.
+    """
+    return torch.empty_like(torch.mul(a, b))

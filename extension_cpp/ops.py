@@ -4,8 +4,8 @@ Each function calls its op through the dispatcher, so it works in eager mode,
 under autograd, torch.compile and torch.export alike. The kernels are in
 ``csrc/`` (CPU, CUDA and C++ autograd); the fake kernels below tell the
 compiler what each op returns without running it, and must agree with the
-real kernels exactly: same shape, dtype, device and strides (always
-contiguous), and the same errors for bad input.
+real kernels exactly: same shape, dtype, device and strides (those of
+``torch.mul(a, b)``), and the same errors for bad input.
 """
 
 from typing import Optional
@@ -55,7 +55,13 @@ _functorch_active = torch._C._are_functorch_transforms_active
 
 
 def mymuladd(a: Tensor, b: Tensor, c: float) -> Tensor:
-    """Returns ``a * b + c`` as a new contiguous tensor.
+    """Returns ``a * b + c`` as a new tensor laid out as ``torch.mul(a, b)`` would be.
+
+    The output follows PyTorch's rule for elementwise ops: inputs that share a
+    dense layout (contiguous, channels_last, transposed, any permutation) give
+    an output of that layout; otherwise its dimensions are ordered by ``a``'s
+    strides, then ``b``'s. So the sizes and strides always equal those of
+    ``torch.mul(a, b)``, in eager mode and under ``torch.compile``.
 
     Args:
         a: float16, bfloat16, float32 or float64 tensor, on the CPU or a CUDA device,
@@ -78,9 +84,9 @@ def mymuladd(a: Tensor, b: Tensor, c: float) -> Tensor:
 
 
 def mymul(a: Tensor, b: Tensor) -> Tensor:
-    """Returns ``a * b`` as a new contiguous tensor.
+    """Returns ``a * b`` as a new tensor laid out as ``torch.mul(a, b)`` would be.
 
-    Same arguments, layouts and errors as :func:`mymuladd`, without ``c``.
+    Same arguments, output layout and errors as :func:`mymuladd`, without ``c``.
     Differentiable to any order: its backward is built from ``mymul`` itself.
     """
     if _functorch_active():
@@ -153,13 +159,13 @@ class _Product(torch.autograd.Function):
 @torch.library.register_fake("extension_cpp::mymuladd")
 def _mymuladd_fake(a: Tensor, b: Tensor, c: float) -> Tensor:
     _checks.check_inputs("mymuladd", a, b)
-    return a.new_empty(a.shape)  # contiguous, like the real kernel
+    return _checks.elementwise_output(a, b)
 
 
 @torch.library.register_fake("extension_cpp::mymul")
 def _mymul_fake(a: Tensor, b: Tensor) -> Tensor:
     _checks.check_inputs("mymul", a, b)
-    return a.new_empty(a.shape)
+    return _checks.elementwise_output(a, b)
 
 
 @torch.library.register_fake("extension_cpp::myadd_out")

@@ -140,27 +140,46 @@ EXTENSION_CPP_TARGET_AVX2 inline void from_float_f16c(const float* src, c10::Hal
 // conversions; everything else is the compiler's vectorisation.
 enum class Isa { kGeneric, kAvx2, kAvx512 };
 
+// A dense run's inputs: each is either dense (stride 1) or one value repeated
+// along the run (stride 0, an expanded input). The loops below are compiled
+// once per pattern, so each is a plain loop the compiler vectorises.
+template <bool kADense, bool kBDense>
+struct Pattern {
+  static constexpr bool a_dense = kADense;
+  static constexpr bool b_dense = kBDense;
+};
+
+// m <= kBlock float16/bfloat16 elements of x (dense, or x[0] repeated) into
+// float.
+template <Isa isa, bool kDense, typename scalar_t>
+C10_ALWAYS_INLINE void load_block(const scalar_t* src, float* dst, int64_t m) {
+  if constexpr (!kDense) {
+    const float v = static_cast<float>(src[0]);
+    for (int64_t k = 0; k < m; ++k) {
+      dst[k] = v;
+    }
+  } else {
+#if EXTENSION_CPP_X86_DISPATCH
+    if constexpr (std::is_same_v<scalar_t, c10::Half> && isa == Isa::kAvx2) {
+      return to_float_f16c(src, dst, m);
+    }
+#endif
+    to_float(src, dst, m);
+  }
+}
+
 // One block of m <= kBlock float16/bfloat16 elements, through float buffers.
-template <Isa isa, typename scalar_t, typename Op>
+template <Isa isa, typename P, typename scalar_t, typename Op>
 C10_ALWAYS_INLINE void reduced_block(scalar_t* out, const scalar_t* a, const scalar_t* b, int64_t m,
                                      Op op) {
   float x[kBlock], y[kBlock];
-  constexpr bool kHalf = std::is_same_v<scalar_t, c10::Half>;
-#if EXTENSION_CPP_X86_DISPATCH
-  if constexpr (kHalf && isa == Isa::kAvx2) {
-    to_float_f16c(a, x, m);
-    to_float_f16c(b, y, m);
-  } else
-#endif
-  {
-    to_float(a, x, m);
-    to_float(b, y, m);
-  }
+  load_block<isa, P::a_dense>(a, x, m);
+  load_block<isa, P::b_dense>(b, y, m);
   for (int64_t k = 0; k < m; ++k) {
     x[k] = op(x[k], y[k]);
   }
 #if EXTENSION_CPP_X86_DISPATCH
-  if constexpr (kHalf && isa == Isa::kAvx2) {
+  if constexpr (std::is_same_v<scalar_t, c10::Half> && isa == Isa::kAvx2) {
     from_float_f16c(x, out, m);
   } else
 #endif
@@ -169,38 +188,57 @@ C10_ALWAYS_INLINE void reduced_block(scalar_t* out, const scalar_t* a, const sca
   }
 }
 
-// out, a, b: n dense elements each. out may be exactly a or b: each element
-// (each block, for float16/bfloat16) is read before it is written.
-template <Isa isa, typename scalar_t, typename Op>
-C10_ALWAYS_INLINE void contiguous_body(scalar_t* out, const scalar_t* a, const scalar_t* b,
-                                       int64_t n, Op op) {
+// out: n dense elements; a and b dense or repeated as P says. out may be
+// exactly a or b: each element (each block, for float16/bfloat16) is read
+// before it is written.
+template <Isa isa, typename P, typename scalar_t, typename Op>
+C10_ALWAYS_INLINE void run_body(scalar_t* out, const scalar_t* a, const scalar_t* b, int64_t n,
+                                Op op) {
   using T = at::opmath_type<scalar_t>;
+  constexpr int64_t sa = P::a_dense ? 1 : 0, sb = P::b_dense ? 1 : 0;
   if constexpr (std::is_same_v<T, scalar_t>) {
     for (int64_t i = 0; i < n; ++i) {
-      out[i] = op(a[i], b[i]);
+      out[i] = op(a[i * sa], b[i * sb]);
     }
   } else {
     static_assert(std::is_same_v<T, float>, "reduced-precision types compute in float");
     int64_t i = 0;
     for (; i + kBlock <= n; i += kBlock) {  // full blocks: a constant trip count
-      reduced_block<isa>(out + i, a + i, b + i, kBlock, op);
+      reduced_block<isa, P>(out + i, a + i * sa, b + i * sb, kBlock, op);
     }
     if (i < n) {
-      reduced_block<isa>(out + i, a + i, b + i, n - i, op);
+      reduced_block<isa, P>(out + i, a + i * sa, b + i * sb, n - i, op);
     }
   }
 }
 
+// The run loop of one instruction set: out[0, n) = op(a, b) with a's and b's
+// strides (0 or 1) picked at run time.
+template <Isa isa, typename scalar_t, typename Op>
+C10_ALWAYS_INLINE void run_dispatch(scalar_t* out, const scalar_t* a, const scalar_t* b, int64_t n,
+                                    int64_t sa, int64_t sb, Op op) {
+  if (sa == 1 && sb == 1) {
+    run_body<isa, Pattern<true, true>>(out, a, b, n, op);
+  } else if (sa == 1) {
+    run_body<isa, Pattern<true, false>>(out, a, b, n, op);
+  } else if (sb == 1) {
+    run_body<isa, Pattern<false, true>>(out, a, b, n, op);
+  } else {
+    run_body<isa, Pattern<false, false>>(out, a, b, n, op);
+  }
+}
+
 template <typename scalar_t, typename Op>
-void contiguous_generic(scalar_t* out, const scalar_t* a, const scalar_t* b, int64_t n, Op op) {
-  contiguous_body<Isa::kGeneric>(out, a, b, n, op);
+void run_generic(scalar_t* out, const scalar_t* a, const scalar_t* b, int64_t n, int64_t sa,
+                 int64_t sb, Op op) {
+  run_dispatch<Isa::kGeneric>(out, a, b, n, sa, sb, op);
 }
 
 #if EXTENSION_CPP_X86_DISPATCH
 template <typename scalar_t, typename Op>
-EXTENSION_CPP_TARGET_AVX2 void contiguous_avx2(scalar_t* out, const scalar_t* a, const scalar_t* b,
-                                               int64_t n, Op op) {
-  contiguous_body<Isa::kAvx2>(out, a, b, n, op);
+EXTENSION_CPP_TARGET_AVX2 void run_avx2(scalar_t* out, const scalar_t* a, const scalar_t* b,
+                                        int64_t n, int64_t sa, int64_t sb, Op op) {
+  run_dispatch<Isa::kAvx2>(out, a, b, n, sa, sb, op);
 }
 
 // Decided once per process: the CPU has the instructions, and ATen has not
@@ -217,9 +255,9 @@ inline bool use_avx2() {
 
 #if EXTENSION_CPP_X86_DISPATCH && EXTENSION_CPP_AVX512
 template <typename scalar_t, typename Op>
-EXTENSION_CPP_TARGET_AVX512 void contiguous_avx512(scalar_t* out, const scalar_t* a,
-                                                   const scalar_t* b, int64_t n, Op op) {
-  contiguous_body<Isa::kAvx512>(out, a, b, n, op);
+EXTENSION_CPP_TARGET_AVX512 void run_avx512(scalar_t* out, const scalar_t* a, const scalar_t* b,
+                                            int64_t n, int64_t sa, int64_t sb, Op op) {
+  run_dispatch<Isa::kAvx512>(out, a, b, n, sa, sb, op);
 }
 
 inline bool use_avx512() {
@@ -230,10 +268,42 @@ inline bool use_avx512() {
 }
 #endif
 
-// Elements [begin, end) in linear (row-major) order of the layout.
+template <typename scalar_t, typename Op>
+using RunFn = void (*)(scalar_t*, const scalar_t*, const scalar_t*, int64_t, int64_t, int64_t, Op);
+
+// The best run loop this CPU has, for this dtype.
+template <typename scalar_t, typename Op>
+RunFn<scalar_t, Op> pick_run() {
+  RunFn<scalar_t, Op> run = &run_generic<scalar_t, Op>;
+#if EXTENSION_CPP_X86_DISPATCH
+  if (use_avx2()) {
+    run = &run_avx2<scalar_t, Op>;
+  }
+#endif
+#if EXTENSION_CPP_X86_DISPATCH && EXTENSION_CPP_AVX512
+  // Only bfloat16 goes to 512 bits: its conversions are arithmetic, and twice
+  // the width halves them. The other dtypes are bound by loads and stores,
+  // which 512-bit stores make slower on L2-resident data (as ATen, which runs
+  // its own float add/mul at AVX2 on AVX-512 machines), and float16's F16C
+  // conversions mixed with 512-bit math stall on the float buffers.
+  if constexpr (std::is_same_v<scalar_t, c10::BFloat16>) {
+    if (use_avx512()) {
+      run = &run_avx512<scalar_t, Op>;
+    }
+  }
+#endif
+  return run;
+}
+
+// Elements [begin, end) in linear order of the layout (innermost dimension
+// fastest), one inner run at a time. A run whose output is dense and whose
+// inputs are dense or repeated (a row-sliced tensor, a broadcast row or
+// column) goes to the vectorised run loop; any other run (step slices, a
+// transposed input the tiled loop below does not take) is read element by
+// element.
 template <typename scalar_t, typename Op>
 void strided_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout& l,
-                  int64_t begin, int64_t end, Op op) {
+                  int64_t begin, int64_t end, RunFn<scalar_t, Op> run_fn, Op op) {
   using T = at::opmath_type<scalar_t>;
   int64_t index[kMaxDims];
   Offsets o{0, 0, 0};
@@ -246,11 +316,16 @@ void strided_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bin
     o.b += index[d] * l.strides[2][d];
   }
   const int64_t so = l.strides[0][0], sa = l.strides[1][0], sb = l.strides[2][0];
+  const bool vector_run = so == 1 && (sa == 0 || sa == 1) && (sb == 0 || sb == 1);
   for (int64_t i = begin; i < end;) {
     const int64_t run = std::min(l.sizes[0] - index[0], end - i);
-    for (int64_t k = 0; k < run; ++k) {
-      out[o.out + k * so] = static_cast<scalar_t>(
-          op(static_cast<T>(a[o.a + k * sa]), static_cast<T>(b[o.b + k * sb])));
+    if (vector_run) {
+      run_fn(out + o.out, a + o.a, b + o.b, run, sa, sb, op);
+    } else {
+      for (int64_t k = 0; k < run; ++k) {
+        out[o.out + k * so] = static_cast<scalar_t>(
+            op(static_cast<T>(a[o.a + k * sa]), static_cast<T>(b[o.b + k * sb])));
+      }
     }
     i += run;
     index[0] += run;
@@ -268,40 +343,112 @@ void strided_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bin
   }
 }
 
+// ---------------------------------------------------------------------------
+// Transposed inputs: cache-blocked tiles.
+//
+// When an input is transposed against the output (the output's innermost
+// dimension, dimension 0 of the layout, is not that input's, and its stride-1
+// dimension is dimension 1 instead), reading it along the output's order
+// touches a new cache line for every element. The tiled loop instead copies
+// a tile of it (up to kTileElems elements, kTile0 along dimension 0) into a
+// buffer in the output's order, reading along its own rows, and then runs the
+// vectorised run loop on buffer rows. Eager PyTorch reads element by element
+// here; Inductor tiles, and so must we to match it.
+// ---------------------------------------------------------------------------
+
+constexpr int64_t kTile0 = 64;
+constexpr int64_t kTileElems = 4096;
+
+// True when input t (1 = a, 2 = b) is transposed against the output.
+inline bool transposed_input(const BinaryLayout& l, int t) {
+  return l.ndim >= 2 && l.strides[t][0] != 0 && l.strides[t][0] != 1 && l.strides[t][1] == 1;
+}
+
+inline bool use_tiles(const BinaryLayout& l) {
+  const bool dense_out = l.ndim >= 2 && l.strides[0][0] == 1;
+  auto ok = [&](int t) {  // each input transposed, dense or repeated along dimension 0
+    return transposed_input(l, t) || l.strides[t][0] == 0 || l.strides[t][0] == 1;
+  };
+  return dense_out && ok(1) && ok(2) && (transposed_input(l, 1) || transposed_input(l, 2));
+}
+
+template <typename scalar_t, typename Op>
+void tiled_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout& l,
+                RunFn<scalar_t, Op> run_fn, Op op) {
+  const int64_t n0 = l.sizes[0], n1 = l.sizes[1];
+  const int64_t t0 = std::min(n0, kTile0);
+  const int64_t t1 = std::min(n1, kTileElems / t0);
+  const int64_t tiles0 = (n0 + t0 - 1) / t0, tiles1 = (n1 + t1 - 1) / t1;
+  const int64_t outer = l.numel / (n0 * n1);  // product of dimensions 2 and up
+  const bool buffer_a = transposed_input(l, 1), buffer_b = transposed_input(l, 2);
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / (t0 * t1));
+  at::parallel_for(0, outer * tiles1 * tiles0, grain, [&](int64_t begin, int64_t end) {
+    scalar_t buf_a[kTileElems], buf_b[kTileElems];
+    for (int64_t tile = begin; tile < end; ++tile) {
+      // Which tile: dimension 0 fastest, then 1, then the outer dimensions.
+      const int64_t j0 = (tile % tiles0) * t0;
+      const int64_t j1 = (tile / tiles0 % tiles1) * t1;
+      int64_t rest = tile / (tiles0 * tiles1);
+      int64_t base[3] = {0, 0, 0};
+      for (int d = 2; d < l.ndim; ++d) {
+        const int64_t i = rest % l.sizes[d];
+        rest /= l.sizes[d];
+        for (int t = 0; t < 3; ++t) {
+          base[t] += i * l.strides[t][d];
+        }
+      }
+      const int64_t m0 = std::min(t0, n0 - j0), m1 = std::min(t1, n1 - j1);
+      const scalar_t* inputs[2] = {a, b};
+      scalar_t* bufs[2] = {buf_a, buf_b};
+      const bool buffered[2] = {buffer_a, buffer_b};
+      for (int t = 0; t < 2; ++t) {
+        if (!buffered[t]) {
+          continue;
+        }
+        // Rows of the input (stride 1 along dimension 1) into columns of the
+        // buffer, which is laid out as the tile of the output: m1 rows of m0.
+        const int64_t s0 = l.strides[t + 1][0];
+        const scalar_t* src = inputs[t] + base[t + 1] + j0 * s0 + j1;
+        for (int64_t i0 = 0; i0 < m0; ++i0) {
+          for (int64_t i1 = 0; i1 < m1; ++i1) {
+            bufs[t][i1 * m0 + i0] = src[i0 * s0 + i1];
+          }
+        }
+      }
+      for (int64_t i1 = 0; i1 < m1; ++i1) {
+        const int64_t row = j1 + i1;
+        auto at = [&](int t) {  // row i1 of the tile, in the input or its buffer
+          return buffered[t - 1]
+                     ? bufs[t - 1] + i1 * m0
+                     : inputs[t - 1] + base[t] + row * l.strides[t][1] + j0 * l.strides[t][0];
+        };
+        const int64_t sa = buffer_a ? 1 : l.strides[1][0];
+        const int64_t sb = buffer_b ? 1 : l.strides[2][0];
+        run_fn(out + base[0] + row * l.strides[0][1] + j0, at(1), at(2), m0, sa, sb, op);
+      }
+    }
+  });
+}
+
 template <typename scalar_t, typename Op>
 void binary_kernel(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout& l,
                    Op op) {
-  if (!l.contiguous()) {
-    at::parallel_for(0, l.numel, kGrainSize, [&](int64_t begin, int64_t end) {
-      strided_loop(out, a, b, l, begin, end, op);
-    });
-    return;
-  }
-  auto loop = &contiguous_generic<scalar_t, Op>;
-#if EXTENSION_CPP_X86_DISPATCH
-  if (use_avx2()) {
-    loop = &contiguous_avx2<scalar_t, Op>;
-  }
-#endif
-#if EXTENSION_CPP_X86_DISPATCH && EXTENSION_CPP_AVX512
-  // Only bfloat16 goes to 512 bits: its conversions are arithmetic, and twice
-  // the width halves them. The other dtypes are bound by loads and stores,
-  // which 512-bit stores make slower on L2-resident data (as ATen, which runs
-  // its own float add/mul at AVX2 on AVX-512 machines), and float16's F16C
-  // conversions mixed with 512-bit math stall on the float buffers.
-  if constexpr (std::is_same_v<scalar_t, c10::BFloat16>) {
-    if (use_avx512()) {
-      loop = &contiguous_avx512<scalar_t, Op>;
+  const RunFn<scalar_t, Op> run_fn = pick_run<scalar_t, Op>();
+  if (l.contiguous()) {
+    if (l.numel < kGrainSize) {  // skip parallel_for's bookkeeping for small calls
+      run_fn(out, a, b, l.numel, 1, 1, op);
+      return;
     }
+    at::parallel_for(0, l.numel, kGrainSize, [&](int64_t begin, int64_t end) {
+      run_fn(out + begin, a + begin, b + begin, end - begin, 1, 1, op);
+    });
+  } else if (use_tiles(l)) {
+    tiled_loop(out, a, b, l, run_fn, op);
+  } else {
+    at::parallel_for(0, l.numel, kGrainSize, [&](int64_t begin, int64_t end) {
+      strided_loop(out, a, b, l, begin, end, run_fn, op);
+    });
   }
-#endif
-  if (l.numel < kGrainSize) {  // skip parallel_for's bookkeeping for small calls
-    loop(out, a, b, l.numel, op);
-    return;
-  }
-  at::parallel_for(0, l.numel, kGrainSize, [&](int64_t begin, int64_t end) {
-    loop(out + begin, a + begin, b + begin, end - begin, op);
-  });
 }
 
 }  // namespace extension_cpp::cpu

@@ -17,9 +17,8 @@ void launch(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b, Bin
   });
 }
 
-at::Tensor empty(const at::Tensor& like) {
-  return at::detail::empty_cpu(like.sizes(), like.scalar_type(), /*pin_memory=*/false,
-                               at::MemoryFormat::Contiguous);
+at::Tensor empty(const at::Tensor& like, c10::IntArrayRef strides) {
+  return at::detail::empty_strided_cpu(like.sizes(), strides, like.scalar_type());
 }
 
 }  // namespace

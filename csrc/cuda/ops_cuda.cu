@@ -157,9 +157,8 @@ void launch(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b, Bin
   });
 }
 
-at::Tensor empty(const at::Tensor& like) {
-  return at::detail::empty_cuda(like.sizes(), like.scalar_type(), like.device(),
-                                at::MemoryFormat::Contiguous);
+at::Tensor empty(const at::Tensor& like, c10::IntArrayRef strides) {
+  return at::detail::empty_strided_cuda(like.sizes(), strides, like.scalar_type(), like.device());
 }
 
 }  // namespace

@@ -58,7 +58,9 @@ def _layouts(m: int, n: int, k: int):
         "contiguous": lambda **kw: (_randn(m, n, **kw), _randn(m, n, **kw)),
         "large-1d": lambda **kw: (_randn(k, **kw), _randn(k, **kw)),
         "transposed": lambda **kw: (_randn(n, m, **kw).t(), _randn(n, m, **kw).t()),
+        # One input transposed: the output follows a, b is read across.
         "mixed": lambda **kw: (_randn(m, n, **kw), _randn(n, m, **kw).t()),
+        "mixed-b-first": lambda **kw: (_randn(n, m, **kw).t(), _randn(m, n, **kw)),
         "sliced": lambda **kw: (
             _randn(2 * m, 3 * n, **kw)[::2, ::3],
             _randn(m, 2 * n, **kw)[:, 1::2],
@@ -76,6 +78,23 @@ def _layouts(m: int, n: int, k: int):
             _randn(m, n, 3, **kw).permute(2, 0, 1),
             _randn(3, m, n, **kw),
         ),
+        # Both inputs in one dense non-contiguous layout: the output keeps it.
+        "channels-last": lambda **kw: (
+            _randn(2, 3, m, n // 4 + 1, **kw).to(memory_format=torch.channels_last),
+            _randn(2, 3, m, n // 4 + 1, **kw).to(memory_format=torch.channels_last),
+        ),
+        "channels-last-3d": lambda **kw: (
+            _randn(2, 3, 2, m, n // 8 + 1, **kw).to(memory_format=torch.channels_last_3d),
+            _randn(2, 3, 2, m, n // 8 + 1, **kw).to(memory_format=torch.channels_last_3d),
+        ),
+        # One channels_last input, one contiguous: a decides the output.
+        "channels-last-mixed": lambda **kw: (
+            _randn(2, 3, m, n // 4 + 1, **kw).to(memory_format=torch.channels_last),
+            _randn(2, 3, m, n // 4 + 1, **kw),
+        ),
+        "broadcast-row": lambda **kw: (_randn(1, n, **kw).expand(m, n), _randn(m, n, **kw)),
+        "broadcast-col": lambda **kw: (_randn(m, n, **kw), _randn(m, 1, **kw).expand(m, n)),
+        "row-sliced": lambda **kw: (_randn(m, n + 1, **kw)[:, 1:], _randn(m, n + 1, **kw)[:, 1:]),
         "empty": lambda **kw: (_randn(0, n, **kw), _randn(0, n, **kw)),
         "0-dim": lambda **kw: (_randn(**kw), _randn(**kw)),
     }

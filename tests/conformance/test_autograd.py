@@ -12,7 +12,9 @@ from .cases import FUNCTIONAL_OPS, LAYOUTS, OPS, C, devices, make_inputs
 
 # gradcheck perturbs inputs in place: expanded views (several elements in one
 # memory location) and empty tensors can't be perturbed meaningfully.
-GRAD_LAYOUTS = [name for name in LAYOUTS if name not in ("expanded", "empty")]
+GRAD_LAYOUTS = [
+    name for name in LAYOUTS if name not in ("expanded", "broadcast-row", "broadcast-col", "empty")
+]
 
 
 @pytest.mark.parametrize("layout", GRAD_LAYOUTS)
@@ -146,3 +148,21 @@ def test_mymuladd_c_has_no_gradient():
     out = extension_cpp.mymuladd(a, b, C)
     (ga, gb) = torch.autograd.grad(out.sum(), (a, b))
     torch.testing.assert_close(ga, b.detach())
+
+
+@pytest.mark.parametrize("layout", GRAD_LAYOUTS)
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("op_name", FUNCTIONAL_OPS)
+def test_gradient_layouts_match_torch(op_name, device, layout):
+    """Gradients follow the same layout rule as torch.mul's own backward."""
+    a, b = make_inputs(layout, torch.float64, device, requires_grad=True)
+    # A transposed incoming gradient where there are two dimensions to swap.
+    grad = torch.randn(a.shape, dtype=a.dtype, device=device)
+    if grad.dim() > 1:
+        grad = grad.mT.contiguous().mT
+    grads = torch.autograd.grad(OPS[op_name].call(a, b), (a, b), grad)
+    a2, b2 = (t.detach().requires_grad_() for t in (a, b))
+    want = torch.autograd.grad(OPS[op_name].reference(a2, b2), (a2, b2), grad)
+    for got, ref in zip(grads, want):
+        torch.testing.assert_close(got, ref)
+        assert got.stride() == ref.stride()

@@ -195,3 +195,19 @@ def test_runs_on_the_current_stream(op_name):
     torch.testing.assert_close(
         out, op.reference(src, b), **({} if not op.exact else dict(rtol=0, atol=0))
     )
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("op_name", ["mymuladd", "mymul"])
+def test_compiled_output_strides_match_torch_mul(op_name, device, layout):
+    """The fake kernel's layout is the real one's: compiled code returns the
+    op's output as is (no copy), so its strides are the fake kernel's."""
+    a, b = make_inputs(layout, device=device)
+    f = (
+        (lambda a, b: extension_cpp.mymuladd(a, b, 0.5))
+        if op_name == "mymuladd"
+        else extension_cpp.mymul
+    )
+    out = torch.compile(f, fullgraph=True)(a, b)
+    assert out.stride() == torch.mul(a, b).stride() == f(a, b).stride()

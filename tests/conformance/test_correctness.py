@@ -31,12 +31,13 @@ def test_matches_pytorch(op_name, device, dtype, layout):
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("device", devices())
 @pytest.mark.parametrize("op_name", FUNCTIONAL_OPS)
-def test_output_is_contiguous(op_name, device, layout):
-    """The promise the fake kernel makes: a fresh contiguous tensor."""
+def test_output_strides_match_torch_mul(op_name, device, layout):
+    """PyTorch's layout rule: the output is laid out as torch.mul(a, b)'s."""
     a, b = make_inputs(layout, device=device)
     out = OPS[op_name].call(a, b)
-    assert out.is_contiguous()
-    assert out.stride() == torch.empty(a.shape).stride()
+    assert out.stride() == torch.mul(a, b).stride()
+    assert out.storage_offset() == 0
+    assert out.untyped_storage().nbytes() == out.numel() * out.element_size()  # dense
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
