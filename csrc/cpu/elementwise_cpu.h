@@ -321,10 +321,28 @@ void strided_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bin
     const int64_t run = std::min(l.sizes[0] - index[0], end - i);
     if (vector_run) {
       run_fn(out + o.out, a + o.a, b + o.b, run, sa, sb, op);
-    } else {
+    } else if constexpr (std::is_same_v<T, scalar_t>) {
       for (int64_t k = 0; k < run; ++k) {
-        out[o.out + k * so] = static_cast<scalar_t>(
-            op(static_cast<T>(a[o.a + k * sa]), static_cast<T>(b[o.b + k * sb])));
+        out[o.out + k * so] = op(a[o.a + k * sa], b[o.b + k * sb]);
+      }
+    } else {
+      // float16/bfloat16: gather kBlock elements at a time into dense
+      // buffers, run the vectorised loop on them (which converts a block at
+      // once, not one element at a time in software), and scatter the result.
+      scalar_t x[kBlock], y[kBlock], z[kBlock];
+      for (int64_t k0 = 0; k0 < run; k0 += kBlock) {
+        const int64_t m = std::min(kBlock, run - k0);
+        const scalar_t* pa = a + o.a + k0 * sa;
+        const scalar_t* pb = b + o.b + k0 * sb;
+        for (int64_t k = 0; k < m; ++k) {
+          x[k] = pa[k * sa];
+          y[k] = pb[k * sb];
+        }
+        run_fn(z, x, y, m, 1, 1, op);
+        scalar_t* po = out + o.out + k0 * so;
+        for (int64_t k = 0; k < m; ++k) {
+          po[k * so] = z[k];
+        }
       }
     }
     i += run;
@@ -356,7 +374,9 @@ void strided_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bin
 // here; Inductor tiles, and so must we to match it.
 // ---------------------------------------------------------------------------
 
-constexpr int64_t kTile0 = 64;
+// Long rows keep the per-row call of the run loop cheap against its work;
+// kTileElems bounds each buffer to 16 KiB of float32, well inside L1.
+constexpr int64_t kTile0 = 256;
 constexpr int64_t kTileElems = 4096;
 
 // True when input t (1 = a, 2 = b) is transposed against the output.
@@ -382,6 +402,15 @@ void tiled_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const Binar
   const int64_t outer = l.numel / (n0 * n1);  // product of dimensions 2 and up
   const bool buffer_a = transposed_input(l, 1), buffer_b = transposed_input(l, 2);
   const int64_t grain = std::max<int64_t>(1, kGrainSize / (t0 * t1));
+  // When a tile spans all of dimension 0 and out and every unbuffered input
+  // continue from one row to the next (a channels_last input read into the
+  // layout of a contiguous one, say), its rows form one run.
+  auto continues = [&](int t) {
+    const bool buffered_t = t == 1 ? buffer_a : t == 2 && buffer_b;
+    return buffered_t || (l.strides[t][0] == 1 && l.strides[t][1] == n0) ||
+           (l.strides[t][0] == 0 && l.strides[t][1] == 0);
+  };
+  const bool whole_rows = t0 == n0 && continues(0) && continues(1) && continues(2);
   at::parallel_for(0, outer * tiles1 * tiles0, grain, [&](int64_t begin, int64_t end) {
     scalar_t buf_a[kTileElems], buf_b[kTileElems];
     for (int64_t tile = begin; tile < end; ++tile) {
@@ -415,16 +444,20 @@ void tiled_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const Binar
           }
         }
       }
+      const int64_t sa = buffer_a ? 1 : l.strides[1][0];
+      const int64_t sb = buffer_b ? 1 : l.strides[2][0];
+      auto row_of = [&](int t, int64_t i1) {  // row i1 of the tile, in input t or its buffer
+        return buffered[t - 1] ? bufs[t - 1] + i1 * m0
+                               : inputs[t - 1] + base[t] + (j1 + i1) * l.strides[t][1] +
+                                     j0 * l.strides[t][0];
+      };
+      scalar_t* out_tile = out + base[0] + j1 * l.strides[0][1] + j0;
+      if (whole_rows) {  // the tile is one dense run in out, the buffers and the other input
+        run_fn(out_tile, row_of(1, 0), row_of(2, 0), m0 * m1, sa, sb, op);
+        continue;
+      }
       for (int64_t i1 = 0; i1 < m1; ++i1) {
-        const int64_t row = j1 + i1;
-        auto at = [&](int t) {  // row i1 of the tile, in the input or its buffer
-          return buffered[t - 1]
-                     ? bufs[t - 1] + i1 * m0
-                     : inputs[t - 1] + base[t] + row * l.strides[t][1] + j0 * l.strides[t][0];
-        };
-        const int64_t sa = buffer_a ? 1 : l.strides[1][0];
-        const int64_t sb = buffer_b ? 1 : l.strides[2][0];
-        run_fn(out + base[0] + row * l.strides[0][1] + j0, at(1), at(2), m0, sa, sb, op);
+        run_fn(out_tile + i1 * l.strides[0][1], row_of(1, i1), row_of(2, i1), m0, sa, sb, op);
       }
     }
   });

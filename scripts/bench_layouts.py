@@ -1,0 +1,216 @@
+"""Layout sweep: our ops against PyTorch eager and torch.compile, every layout.
+
+    python scripts/bench_layouts.py [--device cpu|cuda] [--threads 1,2] [--out FILE.md]
+
+Real models feed elementwise ops channels_last activations, transposed
+weights, slices and broadcasts, not only contiguous tensors. For each such
+layout, dtype and op, this times ours, the PyTorch eager expression and the
+same expression under torch.compile, interleaved (scripts/bench_ratios.py's
+`measure`: batches of calls, alternating, fastest of many rounds), with an
+A/A control. Each ratio is the other's time over ours (> 1: ours is faster);
+the target is >= 1.0 against the fastest of eager and compile. On CUDA it
+also gives our bandwidth as a fraction of a device copy of the same size
+(bytes read plus written), the roofline: >= 0.97 for the dense permuted
+layouts, >= 0.85 for the rest.
+"""
+
+import argparse
+import datetime
+import os
+import sys
+import warnings
+
+import torch
+
+import extension_cpp
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_ratios import measure  # noqa: E402
+
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "perf")
+)
+import cases as perf_cases  # noqa: E402  (tests/perf/cases.py)
+
+# Elements per operand: 2^20 on the CPU, 2^24 on a GPU (past its L2 cache).
+SIZE_LOG2 = {"cpu": 20, "cuda": 24}
+DTYPES = ("float32", "bfloat16", "float16")
+OPS = ("mymuladd", "mymul", "myadd_out")
+# Layouts whose inputs are dense in one order: the output keeps that order,
+# and the op should run at copy speed.
+DENSE_PERMUTED = ("contiguous", "transposed", "channels_last")
+
+
+def layouts(n_log2: int) -> dict:
+    """Layout name -> factory(dtype, device) of (a, b), each of 2^n_log2 elements."""
+    r = 2 ** (n_log2 // 2)
+    c = 2**n_log2 // r
+
+    def rand(*shape, **kw):
+        return torch.randn(*shape, **kw)
+
+    cl_shape = (2 ** (n_log2 - 14), 64, 16, 16)  # N, C, H, W
+    return {
+        "contiguous": lambda **kw: (rand(r, c, **kw), rand(r, c, **kw)),
+        "transposed": lambda **kw: (rand(c, r, **kw).t(), rand(c, r, **kw).t()),
+        "channels_last": lambda **kw: tuple(
+            rand(*cl_shape, **kw).to(memory_format=torch.channels_last) for _ in range(2)
+        ),
+        "broadcast row": lambda **kw: (rand(1, c, **kw).expand(r, c), rand(r, c, **kw)),
+        "broadcast column": lambda **kw: (rand(r, c, **kw), rand(r, 1, **kw).expand(r, c)),
+        "row-sliced [:, 1:]": lambda **kw: (
+            rand(r, c + 1, **kw)[:, 1:],
+            rand(r, c + 1, **kw)[:, 1:],
+        ),
+        "step-sliced [:, ::2]": lambda **kw: (
+            rand(r, 2 * c, **kw)[:, ::2],
+            rand(r, 2 * c, **kw)[:, ::2],
+        ),
+        "offset 1-D [1:]": lambda **kw: (
+            rand(r * c + 1, **kw)[1:],
+            rand(r * c + 1, **kw)[1:],
+        ),
+        "one transposed": lambda **kw: (rand(r, c, **kw), rand(c, r, **kw).t()),
+        "permuted 3-D": lambda **kw: (
+            rand(r, c // 4, 4, **kw).permute(2, 0, 1),
+            rand(4, r, c // 4, **kw),
+        ),
+    }
+
+
+def _eager_muladd(a, b):
+    return a * b + 0.5
+
+
+def _eager_mul(a, b):
+    return a * b
+
+
+def candidates(a, b) -> dict:
+    """(op, implementation) -> one call."""
+    out = torch.empty_like(a + b)
+    c0 = torch.tensor(0.5, dtype=a.dtype, device=a.device)
+    compiled_muladd = torch.compile(_eager_muladd, fullgraph=True, dynamic=False)
+    compiled_mul = torch.compile(_eager_mul, fullgraph=True, dynamic=False)
+    fns = {
+        ("mymuladd", "ours"): lambda: extension_cpp.mymuladd(a, b, 0.5),
+        ("mymuladd", "eager"): lambda: _eager_muladd(a, b),
+        ("mymuladd", "addcmul"): lambda: torch.addcmul(c0, a, b),
+        ("mymuladd", "compile"): lambda: compiled_muladd(a, b),
+        ("mymul", "ours"): lambda: extension_cpp.mymul(a, b),
+        ("mymul", "eager"): lambda: torch.mul(a, b),
+        ("mymul", "compile"): lambda: compiled_mul(a, b),
+        ("myadd_out", "ours"): lambda: extension_cpp.myadd_out(a, b, out),
+        ("myadd_out", "eager"): lambda: torch.add(a, b, out=out),
+        ("control", "eager"): lambda: torch.mul(a, b),
+    }
+    for fn in fns.values():  # compile (and check) outside the timed region
+        fn()
+    return fns
+
+
+def copy_us(n: int, dtype, device: str, sync) -> float:
+    """A device copy of n elements: the bandwidth our ops are held against."""
+    src = torch.randn(n, device=device).to(dtype)
+    dst = torch.empty_like(src)
+    return measure({"copy": lambda: dst.copy_(src)}, rounds=25, calls=20, sync=sync)["copy"]
+
+
+def sweep(device: str, threads: int, only=None) -> list:
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    torch.set_num_threads(threads)
+    n_log2 = SIZE_LOG2[device]
+    rows = []
+    for dtype_name in DTYPES:
+        dtype = getattr(torch, dtype_name)
+        copy = copy_us(2**n_log2, dtype, device, sync)
+        for name, make in layouts(n_log2).items():
+            if only and not any(word in name for word in only):
+                continue
+            torch._dynamo.reset()
+            a, b = make(dtype=dtype, device=device)
+            fns = candidates(a, b)
+            t = measure(fns, rounds=15, calls=10 if device == "cuda" else 3, sync=sync)
+            rows.append((dtype_name, name, t, copy, a.numel() * a.element_size()))
+        print(f"  {device}, {threads} thread(s), {dtype_name}: done", flush=True)
+    torch.set_num_threads(1)
+    return rows
+
+
+def table(device: str, threads: int, rows: list) -> list:
+    where = device if device == "cuda" else f"cpu, {threads} thread{'s' if threads > 1 else ''}"
+    lines = [
+        f"## Layouts: {where}, 2^{SIZE_LOG2[device]} elements",
+        "",
+        "Each op cell: the fastest PyTorch time (eager, addcmul or compile) over ours, then in "
+        "brackets eager over ours and compile over ours"
+        + ("; then ours as a fraction of a device copy's bandwidth." if device == "cuda" else ".")
+        + " A/A: `torch.mul` against itself.",
+        "",
+        "| dtype | layout | ours us (mymul) | mymuladd | mymul | myadd_out | A/A |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    worst = []
+    for dtype, name, t, copy, _ in rows:
+        cells = []
+        for op in OPS:
+            ours = t[(op, "ours")]
+            others = {k[1]: v for k, v in t.items() if k[0] == op and k[1] != "ours"}
+            best = min(others.values()) / ours
+            detail = f"{others['eager'] / ours:.2f}"
+            if "compile" in others:
+                detail += f" / {others['compile'] / ours:.2f}"
+            roof = f", {copy / ours:.2f} copy" if device == "cuda" else ""
+            cells.append(f"**{best:.2f}** ({detail}{roof})")
+            worst.append((best, op, dtype, name))
+        control = t[("control", "eager")] / t[("mymul", "eager")]
+        lines.append(
+            f"| {dtype} | {name} | {t[('mymul', 'ours')]:.1f} | {' | '.join(cells)} "
+            f"| {control:.2f} |"
+        )
+    misses = sorted(w for w in worst if w[0] < 1.0)
+    lines += [
+        "",
+        f"Cells below 1.0 against the fastest PyTorch implementation: {len(misses)} of "
+        f"{len(worst)}"
+        + (
+            "; worst: " + ", ".join(f"{r:.2f} ({op}, {dt}, {ly})" for r, op, dt, ly in misses[:5])
+            if misses
+            else ""
+        )
+        + ".",
+        "",
+    ]
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--threads", default=None, help="comma-separated CPU thread counts")
+    parser.add_argument("--layouts", help="comma-separated words: only layouts whose name has one")
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    only = args.layouts.split(",") if args.layouts else None
+    warnings.filterwarnings("ignore", category=UserWarning)  # inductor's TF32 advice etc.
+    if args.device == "cuda":
+        where, thread_counts = torch.cuda.get_device_name(), [1]
+    else:
+        cores = os.cpu_count() or 1
+        where = f"{perf_cases.cpu_name()}, {cores} cores"
+        thread_counts = (
+            [int(x) for x in args.threads.split(",")] if args.threads else sorted({1, cores})
+        )
+    today = datetime.date.today().isoformat()
+    lines = [f"# Layout sweep: {where}, torch {torch.__version__}, {today}", ""]
+    for threads in thread_counts:
+        lines += table(args.device, threads, sweep(args.device, threads, only))
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()
