@@ -447,9 +447,10 @@ def generate(app: Sphinx) -> None:
     pieces = {
         "tutorial_toc.md": toc,
         "schemas.md": _schemas_fragment(),
-        "tutorial_matrix.md": _include_or_missing(
-            "tutorial_matrix.md", "The tutorial stage matrix", "make tutorial"
-        ),
+        # In a container, so the stylesheet can size this table to fit 1280 px.
+        "tutorial_matrix.md": "::::{container} stage-matrix\n"
+        + _include_or_missing("tutorial_matrix.md", "The tutorial stage matrix", "make tutorial")
+        + "::::\n",
         "compatibility.md": _compatibility_fragment(),
         "conformance.md": _conformance_fragment(),
         "performance.md": _performance_fragment(),
