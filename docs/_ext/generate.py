@@ -215,10 +215,12 @@ def _appendix_results(readme_text: str) -> list[str]:
     ):
         path = os.path.join(RESULTS, xml)
         lines += [f"### {title}", ""]
-        table = (
-            render_results.render_tests(path, APPENDIX_TESTS, names) if os.path.exists(path) else ""
-        )
-        lines += [table or _missing("These results", path, command), ""]
+        if not os.path.exists(path):
+            lines += [_missing("These results", path, command), ""]
+            continue
+        table = render_results.render_tests(path, APPENDIX_TESTS, names)
+        rel = os.path.relpath(path, REPO)
+        lines += [table or f"`{rel}` has no result for these tests: run `{command}`.", ""]
     return lines
 
 
