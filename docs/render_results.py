@@ -108,3 +108,68 @@ def render_conformance(xml_path: str) -> str:
 
 if __name__ == "__main__":
     print(render_conformance(sys.argv[1] if len(sys.argv) > 1 else DEFAULT_XML))
+
+
+def render_tests(xml_path: str, module: str, names: list[str]) -> str:
+    """A table of how the named tests of one module fared in a junit XML run."""
+    root = ET.parse(xml_path).getroot()
+    rows = []
+    for case in root.iter("testcase"):
+        function = re.sub(r"\[.*\]$", "", case.get("name") or "")
+        if case.get("classname", "").endswith(module) and function in names:
+            outcome, message = _outcome(case)
+            rows.append(f"| `{case.get('name')}` | {outcome} | {_cell(message[:300])} |")
+    if not rows:
+        return ""
+    return "\n".join(["| test | result | message |", "| --- | --- | --- |", *rows]) + "\n"
+
+
+SYMBOLS = {"pass": "✓", "fail": "✗", "skip": "–"}
+
+
+def render_tutorial_matrix(report: dict, checks: list[tuple[str, str, str]]) -> str:
+    """The stage x check table of tutorial/walk.py's report: marks, errors in footnotes.
+
+    checks: (key, column title, what it runs), tutorial/matrix.py's CHECKS. A
+    cell is ✓, ✗ or – (skipped); each ✗ carries a footnote with the reason and
+    the first line of the error the reader sees, one footnote per reason.
+    """
+    notes: dict[str, str] = {}  # reason -> footnote text
+
+    def mark(cell: dict) -> str:
+        text = SYMBOLS[cell["status"]]
+        if cell["status"] == "skip":
+            reason = cell.get("reason", "skip")
+            error = ""
+        elif cell["status"] == "fail":
+            reason = cell.get("reason", "unexpected failure")
+            # The line with the declared message: often a cause, not the first line.
+            lines = cell.get("error", "").splitlines() or [""]
+            error = next((x for x in lines if cell.get("match", "\0") in x), lines[0])
+            error = error.strip().removeprefix("caused by: ").replace("builtins.", "", 1)
+        else:
+            reason = error = ""
+        if cell.get("as_expected") is False:
+            text += " (not as declared)"
+        if reason:
+            label = re.sub(r"[^a-z0-9]+", "-", reason.lower()).strip("-")
+            if reason not in notes:
+                shown = error if len(error) <= 400 else error[:400] + " [...]"
+                notes[reason] = f"[^{label}]: **{reason}**" + (f": `{shown}`" if shown else "")
+            text += f"[^{label}]"
+        return text
+
+    titles = [title for _, title, _ in checks]
+    lines = ["| checkpoint | " + " | ".join(titles) + " |", "| --- |" + " :-: |" * len(titles)]
+    for stage, cells in report["stages"].items():
+        lines.append(f"| {stage} | " + " | ".join(mark(cells[key]) for key, _, _ in checks) + " |")
+    lines += [
+        "",
+        f"✓ passes, ✗ fails as `tutorial/matrix.py` declares, – skipped. torch "
+        f"{report['torch']}, {'with' if report['cuda'] else 'without'} a GPU.",
+        "",
+        "Columns: " + "; ".join(f"**{title}**: {what}" for _, title, what in checks) + ".",
+        "",
+        *[notes[reason] + "\n" for reason in notes],
+    ]
+    return "\n".join(lines)

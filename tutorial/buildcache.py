@@ -4,8 +4,10 @@ Checkpoints 02-05 compile byte-identical C++/CUDA sources (the later steps
 change only Python), so the compiled extension_cpp/_C*.so is cached by a hash
 of what goes into it (setup.py, csrc/, torch and Python versions, the CUDA
 settings) under tutorial/.build-cache/ and copied into each checkpoint that
-shares it. A reader who builds one checkpoint by hand runs the same command
-this does: `python setup.py build_ext --inplace` in the checkpoint folder.
+shares it. The build is the command the READMEs give a reader, run in the
+checkpoint folder: `pip install --no-build-isolation --upgrade --target
+build/pip -e .` (an editable build puts _C beside the sources; --target keeps
+the reference's install of extension_cpp in the environment as it is).
 """
 
 from __future__ import annotations
@@ -35,14 +37,6 @@ def build_env() -> dict[str, str]:
     # ninja (pip-installed next to this interpreter) even when the venv is not activated,
     # as under `make tutorial`; without it BuildExtension falls back to a slow serial build.
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    # A toolkit behind an `nvcc` wrapper in /usr/local/bin makes torch guess
-    # CUDA_HOME=/usr/local; point it at the toolkit itself.
-    if (
-        "CUDA_HOME" not in env
-        and "CUDA_PATH" not in env
-        and Path("/usr/local/cuda/bin/nvcc").exists()
-    ):
-        env["CUDA_HOME"] = "/usr/local/cuda"
     return env
 
 
@@ -57,6 +51,7 @@ def source_key(checkpoint: Path) -> str:
         env.get("TORCH_CUDA_ARCH_LIST", ""),
         env.get("EXTENSION_CPP_CUDA", ""),
         env.get("CUDA_HOME", ""),
+        env.get("CUDA_PATH", ""),
     ):
         h.update(f"{setting}\n".encode())
     files = [checkpoint / "setup.py"] + sorted(
@@ -79,7 +74,8 @@ def build(checkpoint: Path, log=None) -> tuple[float, bool]:
         os.remove(old)
     if not (entry / "done").exists():
         proc = subprocess.run(
-            [sys.executable, "setup.py", "build_ext", "--inplace"],
+            [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--upgrade"]
+            + ["--target", "build/pip", "-e", "."],
             cwd=checkpoint,
             env=build_env(),
             stdout=subprocess.PIPE,

@@ -73,33 +73,13 @@ def print_row(stage: str, cells: dict, width: int) -> None:
 def write_results(report: dict) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "tutorial_matrix.json").write_text(json.dumps(report, indent=2) + "\n")
-    titles = [title for _, title, _ in matrix.CHECKS]
-    lines = [
-        "| checkpoint | " + " | ".join(titles) + " |",
-        "|---|" + "---|" * len(titles),
-    ]
-    for stage, cells in report["stages"].items():
-        row = []
-        for key, _, _ in matrix.CHECKS:
-            cell = cells[key]
-            if cell["status"] == "pass":
-                text = "pass"
-            elif cell["status"] == "skip":
-                text = cell["reason"]
-            else:
-                text = f"fail: {cell.get('reason', '?')}"
-            if cell["as_expected"] is False:
-                text += " (UNEXPECTED)"
-            row.append(text)
-        lines.append(f"| {stage} | " + " | ".join(row) + " |")
-    lines.append("")
-    lines.append(
-        f"torch {report['torch']}, {'with' if report['cuda'] else 'without'} a GPU; "
-        "expected results are declared in `tutorial/matrix.py`. Columns: "
-        + "; ".join(f"**{title}**: {what}" for _, title, what in matrix.CHECKS)
-        + "."
+    # The docs render the same table from the JSON when they are built.
+    sys.path.insert(0, str(buildcache.REPO / "docs"))
+    import render_results
+
+    (RESULTS / "tutorial_matrix.md").write_text(
+        render_results.render_tutorial_matrix(report, matrix.CHECKS)
     )
-    (RESULTS / "tutorial_matrix.md").write_text("\n".join(lines) + "\n")
 
 
 def main() -> int:

@@ -6,14 +6,17 @@ must name a file that exists (and, for #anchors, an id on that page), and no
 page may carry the markers Sphinx leaves where an include or a directive
 failed. Then every page is loaded in headless Chromium and must render its
 article with no uncaught JavaScript error, and the landing and tutorial pages
-are screenshotted to docs/_build/screenshots/ for a human to look at.
+are screenshotted at 1280 px to docs/_build/screenshots/ for a human to look at
+(the Tutorial page holds the stage matrix, which must fit that width).
 """
 
 import glob
+import json
 import os
 import re
 import shutil
 import subprocess
+from html import unescape
 from html.parser import HTMLParser
 from urllib.parse import unquote, urlsplit
 
@@ -119,8 +122,92 @@ def test_expected_pages_exist(site: str) -> None:
         "compatibility.html",
         "performance.html",
         "troubleshooting.html",
+        "copy_your_own_op.html",
     }
     assert expected <= pages, f"missing pages: {sorted(expected - pages)}"
+
+
+TOP_LEVEL = [
+    "Getting started",
+    "Tutorial",
+    "Copy this for your own op",
+    "API reference",
+    "Conformance",
+    "Compatibility",
+    "Performance",
+    "Troubleshooting",
+]
+
+
+def _sidebar_entries(page: str, level: int) -> list[str]:
+    with open(os.path.join(SITE, page), encoding="utf-8") as f:
+        html = f.read()
+    sidebar = html[html.index('class="sidebar-tree"') :]
+    sidebar = sidebar[: sidebar.index("</nav>")] if "</nav>" in sidebar else sidebar
+    return re.findall(
+        rf'class="toctree-l{level}[^"]*"><a class="[^"]*reference internal" href="[^"]*">([^<]*)<',
+        sidebar,
+    )
+
+
+def test_sidebar_top_level_in_reading_order(site: str) -> None:
+    assert _sidebar_entries("getting_started.html", 1) == TOP_LEVEL
+
+
+def test_results_pages_nest_under_performance_and_compatibility(site: str) -> None:
+    results = sorted(glob.glob(os.path.join(site, "_generated", "results", "*.html")))
+    assert results, "no results pages"
+    for parent in ("performance.html", "compatibility.html"):
+        with open(os.path.join(site, parent), encoding="utf-8") as f:
+            html = f.read()
+        article = html[html.index('role="main"') :]
+        linked = {
+            os.path.basename(p)
+            for p in results
+            if f"_generated/results/{os.path.basename(p)}" in article
+        }
+        assert linked, f"{parent} links to no results page"
+    second = _sidebar_entries("performance.html", 2)
+    assert any(e.startswith("Benchmarks") for e in second), second
+
+
+def test_side_paths_have_pages_after_step_5(site: str) -> None:
+    sides = sorted(
+        os.path.basename(os.path.dirname(d))
+        for d in glob.glob(os.path.join(TUTORIAL, "appendix", "*", "README.md"))
+    )
+    assert sides, "no tutorial/appendix/*/README.md"
+    with open(os.path.join(site, "tutorial", "index.html"), encoding="utf-8") as f:
+        index = f.read()
+    article = index[index.index('role="main"') :]
+    last_step = article.index("_generated/tutorial/05_")
+    for side in sides:
+        href = f"_generated/tutorial/appendix_{side}.html"
+        assert href in article, f"the Tutorial page does not link to {href}"
+        assert article.index(href) > last_step, f"{href} comes before step 5"
+        with open(os.path.join(site, href), encoding="utf-8") as f:
+            html = f.read()
+        assert f"tutorial/appendix/{side}/" in html, f"{side}: no source listing"
+        assert "Test results" in html, f"{side}: no test results section"
+
+
+def test_matrix_cells_are_marks_with_footnotes(site: str) -> None:
+    with open(os.path.join(site, "tutorial", "index.html"), encoding="utf-8") as f:
+        html = f.read()
+    table = html[html.index("<table") : html.index("</table>")]
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", table, re.S)
+    body = [re.sub(r"<[^>]+>", "", c).strip() for c in cells]
+    marks = [c for c in body if not re.match(r"^(0\d_\w+|reference)$", c)]
+    assert marks, "no matrix cells"
+    for cell in marks:
+        assert cell[:1] in ("✓", "✗", "–"), f"not a mark: {cell!r}"
+        assert re.sub(r"[\d\s\[\]]", "", cell) == cell[0], f"more than a mark: {cell!r}"
+    assert "✗" in "".join(marks)
+    assert 'class="footnote-reference' in table, "a ✗ has no footnote"
+    text = unescape(re.sub(r"<[^>]+>", "", html))
+    assert "Could not run 'extension_cpp::mymuladd' with arguments from the 'CPU'" in text, (
+        "the footnotes do not show the real error"
+    )
 
 
 def test_one_page_per_tutorial_checkpoint(site: str) -> None:
@@ -194,8 +281,54 @@ def test_page_renders_in_chromium(site: str, chromium: str, page: str) -> None:
     assert not errors, f"{page}: JavaScript errors:\n" + "\n".join(errors)
 
 
+_FIT_PROBE = """<html><body style="margin:0">
+<iframe id="f" src="{url}" style="width:1280px;height:1600px;border:0"></iframe>
+<script>
+document.getElementById("f").onload = function () {{
+  var d = this.contentDocument, out = [];
+  d.querySelectorAll("article table").forEach(function (t) {{
+    var w = t.closest(".table-wrapper") || t.parentElement;
+    out.push([t.getBoundingClientRect().width, w.clientWidth, w.scrollWidth,
+              d.documentElement.scrollWidth, d.documentElement.clientWidth]);
+  }});
+  document.body.setAttribute("data-tables", JSON.stringify(out));
+}};
+</script></body></html>"""
+
+
+def test_matrix_fits_1280px(site: str, chromium: str, tmp_path) -> None:
+    """The matrix table needs no horizontal scrolling in a 1280 px window."""
+    probe = tmp_path / "probe.html"
+    probe.write_text(
+        _FIT_PROBE.format(url="file://" + os.path.join(site, "tutorial", "index.html"))
+    )
+    result = _run_chromium(
+        chromium,
+        "--allow-file-access-from-files",
+        "--virtual-time-budget=10000",
+        "--window-size=1300,1700",
+        "--dump-dom",
+        f"file://{probe}",
+    )
+    found = re.search(r'data-tables="([^"]*)"', result.stdout)
+    assert found, f"the probe did not run:\n{result.stderr[-2000:]}"
+    tables = json.loads(unescape(found.group(1)))
+    assert tables, "no table on the Tutorial page"
+    table_width, wrapper_width, wrapper_scroll, page_scroll, page_width = tables[0]
+    assert wrapper_scroll <= wrapper_width, f"the matrix scrolls: {tables[0]}"
+    assert page_scroll <= page_width, f"the page scrolls sideways: {tables[0]}"
+    assert table_width <= 1280
+
+
 def _screenshot_pages() -> list[str]:
-    pages = ["index.html", "tutorial/index.html", "conformance.html", "troubleshooting.html"]
+    pages = [
+        "index.html",
+        "tutorial/index.html",
+        "copy_your_own_op.html",
+        "conformance.html",
+        "performance.html",
+        "troubleshooting.html",
+    ]
     pages += sorted(
         _rel(p) for p in glob.glob(os.path.join(SITE, "_generated", "tutorial", "*.html"))
     )

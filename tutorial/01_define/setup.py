@@ -1,6 +1,6 @@
 """Builds extension_cpp._C, the library that registers the tutorial's operators.
 
-    python setup.py build_ext --inplace
+    pip install --no-build-isolation --upgrade --target build/pip -e .
 
 Step 1 compiles the schemas alone: one C++ file, no CUDA yet.
 """

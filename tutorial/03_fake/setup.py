@@ -1,6 +1,8 @@
 """Builds extension_cpp._C, the library that registers the tutorial's operators.
 
-    python setup.py build_ext --inplace    # or: pip install --no-build-isolation .
+    pip install --no-build-isolation --upgrade --target build/pip -e .
+
+(the checkpoint's README says why these flags).
 
 The CUDA kernels are compiled when torch is a CUDA build and the CUDA toolkit
 is found (a GPU is not needed to compile them); EXTENSION_CPP_CUDA=0 leaves
@@ -10,9 +12,23 @@ them out. TORCH_CUDA_ARCH_LIST picks the GPU architectures (e.g. "9.0").
 import glob
 import os
 
-import torch
 from setuptools import setup
-from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CppExtension, CUDAExtension
+
+# The CUDA toolkit may sit behind an `nvcc` wrapper in /usr/local/bin, which
+# makes torch guess CUDA_HOME=/usr/local, and the link then fails with
+# "cannot find -lcudart". Point torch at the toolkit before it reads the
+# environment (the reference's setup.py does the same).
+if not os.environ.get("CUDA_HOME") and not os.environ.get("CUDA_PATH"):
+    if os.path.exists("/usr/local/cuda/bin/nvcc"):
+        os.environ["CUDA_HOME"] = "/usr/local/cuda"
+
+import torch  # noqa: E402
+from torch.utils.cpp_extension import (  # noqa: E402
+    CUDA_HOME,
+    BuildExtension,
+    CppExtension,
+    CUDAExtension,
+)
 
 with_cuda = (
     os.environ.get("EXTENSION_CPP_CUDA", "1") != "0"

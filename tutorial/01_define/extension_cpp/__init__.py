@@ -12,7 +12,10 @@ import torch
 
 _libraries = glob.glob(os.path.join(os.path.dirname(__file__), "_C*.so"))
 if not _libraries:
-    raise ImportError("extension_cpp._C is not built: run `python setup.py build_ext --inplace`")
+    raise ImportError(
+        f"{os.path.dirname(os.path.abspath(__file__))} has no compiled _C: build this checkpoint "
+        "first (in its folder: pip install --no-build-isolation --upgrade --target build/pip -e .)"
+    )
 torch.ops.load_library(_libraries[0])
 
 from . import ops  # noqa: E402

@@ -1,0 +1,109 @@
+"""Copies this repository's op package into a new project and renames it.
+
+    python scripts/copy_op.py ../myproject --name myproject --op mymuladd=fused_scale
+
+Copies the files a maintainer starts from (FILES below: the build, the C++
+and CUDA sources, the Python package and the conformance suite) and renames,
+in file contents and file names:
+
+  extension_cpp   -> NAME   the Python package and the op namespace
+                            (torch.ops.NAME, TORCH_LIBRARY(NAME, m), "NAME::op")
+  EXTENSION_CPP   -> NAME in upper case (environment variables, macros)
+  OLD (each --op) -> NEW    an op, and every identifier built from it
+                            (mymuladd_cpu -> fused_scale_cpu, test_mymuladd -> ...)
+
+A name matches only as a whole word, where "_" also separates words, so
+renaming mymul leaves mymuladd alone. Build outputs are not copied.
+docs/copy_your_own_op.md says what to do next; tests/test_copy_op.py builds a
+renamed copy and runs its conformance suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGE = "extension_cpp"
+FILES = [
+    "setup.py",
+    "pyproject.toml",
+    "csrc",
+    "extension_cpp",
+    "tests/conftest.py",
+    "tests/conformance",
+]
+# Not copied: build outputs, and the tests of this repository's tutorial.
+SKIP = re.compile(r"(^|/)(__pycache__|build)(/|$)|\.so$|\.pyc$|_build_info\.py$|test_tutorial")
+
+
+def word(name: str) -> re.Pattern:
+    """name as a whole word; "_" and digits count as separators, letters do not."""
+    return re.compile(rf"(?<![A-Za-z]){re.escape(name)}(?![A-Za-z])")
+
+
+def renamer(name: str, ops: dict[str, str]):
+    rules = [(word(PACKAGE), name), (word(PACKAGE.upper()), name.upper())]
+    rules += [(word(old), new) for old, new in ops.items()]
+
+    def rename(text: str) -> str:
+        for pattern, new in rules:
+            text = pattern.sub(new, text)
+        return text
+
+    return rename
+
+
+def copy(dest: Path, name: str, ops: dict[str, str]) -> list[Path]:
+    """Copies FILES from this repository to dest, renamed. Returns the files written."""
+    rename = renamer(name, ops)
+    written = []
+    for entry in FILES:
+        source = REPO / entry
+        paths = sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() else [source]
+        for path in paths:
+            rel = path.relative_to(REPO).as_posix()
+            if SKIP.search(rel):
+                continue
+            target = dest / rename(rel)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                target.write_text(rename(path.read_text(encoding="utf-8")), encoding="utf-8")
+            except UnicodeDecodeError:  # not text: copy as is
+                shutil.copyfile(path, target)
+            written.append(target)
+    return written
+
+
+def parse_op(value: str) -> tuple[str, str]:
+    old, sep, new = value.partition("=")
+    if not sep or not old.isidentifier() or not new.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected OLD=NEW (two identifiers), got {value!r}")
+    return old, new
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dest", type=Path, help="the new project's folder (must not exist)")
+    parser.add_argument("--name", required=True, help="package and op namespace, e.g. myproject")
+    parser.add_argument(
+        "--op", type=parse_op, action="append", default=[], help="OLD=NEW, once per op to rename"
+    )
+    args = parser.parse_args()
+    if not args.name.isidentifier():
+        parser.error(f"--name must be a Python identifier, got {args.name!r}")
+    if args.dest.exists():
+        parser.error(f"{args.dest} exists; pick a new folder")
+    written = copy(args.dest, args.name, dict(args.op))
+    print(f"wrote {len(written)} files to {args.dest}")
+    leftover = [p for p in written if p.suffix != ".so" and PACKAGE in p.read_text(errors="ignore")]
+    for path in leftover:
+        print(f"  still mentions {PACKAGE}: {path}")
+    return 1 if leftover else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""docs/copy_your_own_op.md, proven: copy the package with scripts/copy_op.py, rename, build, test.
+
+The copy is renamed as the page shows (package and namespace myproject,
+mymuladd -> fused_scale), built for the CPU only (MYPROJECT_CUDA=0) with the
+page's build command, and its own conformance suite (opcheck, gradcheck,
+torch.compile) must pass against torch.ops.myproject. The build goes to
+--target build/pip, so nothing is installed into this environment.
+"""
+
+import importlib.metadata
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))
+
+import copy_op  # noqa: E402
+
+SUITE = [
+    "tests/conformance/test_opcheck.py",
+    "tests/conformance/test_autograd.py",
+    "tests/conformance/test_compile.py",
+]
+
+
+def test_names_match_whole_words_only():
+    rename = copy_op.renamer("myproject", {"mymul": "scale", "mymuladd": "fused_scale"})
+    text = (
+        'TORCH_LIBRARY(extension_cpp, m) m.def("mymuladd(Tensor a) -> Tensor"); mymul_cpu; '
+        "test_mymul[cpu]; EXTENSION_CPP_CUDA; mymuladd2; extension_cppx; mymuls"
+    )
+    assert rename(text) == (
+        'TORCH_LIBRARY(myproject, m) m.def("fused_scale(Tensor a) -> Tensor"); scale_cpu; '
+        "test_scale[cpu]; MYPROJECT_CUDA; fused_scale2; extension_cppx; mymuls"
+    )
+
+
+@pytest.fixture(scope="module")
+def renamed_copy(tmp_path_factory):
+    dest = tmp_path_factory.mktemp("copy") / "myproject"
+    proc = subprocess.run(
+        [sys.executable, "scripts/copy_op.py", str(dest), "--name", "myproject"]
+        + ["--op", "mymuladd=fused_scale"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return dest
+
+
+def test_copy_has_the_listed_files_and_no_old_name(renamed_copy):
+    for name in ("setup.py", "pyproject.toml", "csrc/ops.cpp", "myproject/ops.py"):
+        assert (renamed_copy / name).is_file(), name
+    assert (renamed_copy / "tests/conformance/test_opcheck.py").is_file()
+    assert not list(renamed_copy.rglob("test_tutorial*")), "the tutorial's tests are not copied"
+    for path in renamed_copy.rglob("*"):
+        if path.is_file():
+            assert "extension_cpp" not in path.read_text(), path
+            assert "mymuladd" not in path.read_text(), path
+
+
+@pytest.mark.slow
+def test_renamed_copy_builds_and_passes_its_conformance_suite(renamed_copy):
+    env = {**os.environ, "MYPROJECT_CUDA": "0", "PYTHONPATH": str(renamed_copy)}
+    env.setdefault("MAX_JOBS", "2")
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation"]
+        + ["--upgrade", "--target", "build/pip", "-e", "."],
+        cwd=renamed_copy,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+    with pytest.raises(importlib.metadata.PackageNotFoundError):
+        importlib.metadata.distribution("myproject")  # nothing installed here
+
+    probe = subprocess.run(
+        [sys.executable, "-c", "import torch, myproject; print(torch.ops.myproject.fused_scale)"],
+        cwd=renamed_copy,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert probe.returncode == 0, probe.stderr
+    assert "myproject.fused_scale" in probe.stdout
+
+    suite = subprocess.run(
+        [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", *SUITE],
+        cwd=renamed_copy,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert suite.returncode == 0, suite.stdout[-5000:]
+    for test in (
+        "test_opcheck_functional",
+        "test_gradcheck",
+        "test_compile_fullgraph_matches_eager",
+    ):
+        assert re.search(rf"{test}\[[^\]]*\] PASSED", suite.stdout), test
+    assert re.search(r"test_gradcheck\[[^\]]*fused_scale[^\]]*\] PASSED", suite.stdout)
+    passed = int(re.search(r"(\d+) passed", suite.stdout).group(1))
+    assert passed >= 100, suite.stdout[-2000:]
