@@ -379,19 +379,6 @@ void strided_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bin
 constexpr int64_t kTile0 = 256;
 constexpr int64_t kTileElems = 4096;
 
-// True when input t (1 = a, 2 = b) is transposed against the output.
-inline bool transposed_input(const BinaryLayout& l, int t) {
-  return l.ndim >= 2 && l.strides[t][0] != 0 && l.strides[t][0] != 1 && l.strides[t][1] == 1;
-}
-
-inline bool use_tiles(const BinaryLayout& l) {
-  const bool dense_out = l.ndim >= 2 && l.strides[0][0] == 1;
-  auto ok = [&](int t) {  // each input transposed, dense or repeated along dimension 0
-    return transposed_input(l, t) || l.strides[t][0] == 0 || l.strides[t][0] == 1;
-  };
-  return dense_out && ok(1) && ok(2) && (transposed_input(l, 1) || transposed_input(l, 2));
-}
-
 template <typename scalar_t, typename Op>
 void tiled_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout& l,
                 RunFn<scalar_t, Op> run_fn, Op op) {
@@ -447,9 +434,9 @@ void tiled_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const Binar
       const int64_t sa = buffer_a ? 1 : l.strides[1][0];
       const int64_t sb = buffer_b ? 1 : l.strides[2][0];
       auto row_of = [&](int t, int64_t i1) {  // row i1 of the tile, in input t or its buffer
-        return buffered[t - 1] ? bufs[t - 1] + i1 * m0
-                               : inputs[t - 1] + base[t] + (j1 + i1) * l.strides[t][1] +
-                                     j0 * l.strides[t][0];
+        return buffered[t - 1]
+                   ? bufs[t - 1] + i1 * m0
+                   : inputs[t - 1] + base[t] + (j1 + i1) * l.strides[t][1] + j0 * l.strides[t][0];
       };
       scalar_t* out_tile = out + base[0] + j1 * l.strides[0][1] + j0;
       if (whole_rows) {  // the tile is one dense run in out, the buffers and the other input

@@ -18,16 +18,26 @@ def _free_bytes():
     return free
 
 
+# Each kernel past 2^31: contiguous (vectorised), transposed (both inputs:
+# the same dense run, output transposed too), one transposed (tiled kernel,
+# 64-bit tile bases), broadcast (the int64_t strided kernel).
 @pytest.mark.slow
-@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "one-transposed", "broadcast"])
 def test_more_than_2_31_elements(layout):
     if _free_bytes() < 24 * 2**30:
         pytest.skip("needs 24 GiB of free GPU memory")
     kw = dict(dtype=torch.float16, device="cuda")
     if layout == "contiguous":
         a, b = torch.randn(BIG_ROWS, BIG_COLS, **kw), torch.randn(BIG_ROWS, BIG_COLS, **kw)
-    else:  # strided kernel: offsets of the last elements exceed 2^31 too
+    elif layout == "transposed":
         a, b = torch.randn(BIG_COLS, BIG_ROWS, **kw).t(), torch.randn(BIG_COLS, BIG_ROWS, **kw).t()
+    elif layout == "one-transposed":
+        a, b = torch.randn(BIG_ROWS, BIG_COLS, **kw), torch.randn(BIG_COLS, BIG_ROWS, **kw).t()
+    else:
+        a, b = (
+            torch.randn(1, BIG_COLS, **kw).expand(BIG_ROWS, BIG_COLS),
+            torch.randn(BIG_ROWS, BIG_COLS, **kw),
+        )
     assert a.numel() > 2**31
     out = extension_cpp.mymul(a, b)
     assert torch.equal(out, a * b)
