@@ -24,29 +24,6 @@ _mymul = torch.ops.extension_cpp.mymul.default
 _myadd_out = torch.ops.extension_cpp.myadd_out.default
 
 
-def _entry(overload):
-    """The C++ function that ``overload(...)`` forwards its arguments to.
-
-    ``OpOverload.__call__`` is a Python method that repacks ``*args`` and
-    ``**kwargs`` and then calls this function, which parses the arguments
-    against the schema, honours ``__torch_function__`` (tensor subclasses,
-    TorchFunctionModes, FX proxies) and calls the dispatcher. Calling it
-    directly is the same call without the Python layer: about 0.3 us less per
-    call, the difference between matching ``torch.mul`` at small sizes and
-    not. Dynamo cannot trace into a C++ function, so under torch.compile and
-    torch.export the public functions call the OpOverload itself, which
-    Dynamo puts in the graph. Falls back to the OpOverload if a torch release
-    renames the attribute (slower, never wrong; a test notices).
-    """
-    return getattr(overload, "_op", overload)
-
-
-_mymuladd_entry = _entry(_mymuladd)
-_mymul_entry = _entry(_mymul)
-_myadd_out_entry = _entry(_myadd_out)
-# Bound once: Dynamo reads it as the constant True while it traces, and in
-# eager mode it is a bare function returning False.
-_is_dynamo_compiling = torch.compiler.is_dynamo_compiling
 # True inside torch.func.grad, vjp, jacrev, jacfwd, jvp, hessian or vmap. The
 # C++ autograd kernel (a torch::autograd::Function) cannot run under the
 # reverse-mode ones, so the public functions switch to _Product below there.
@@ -78,9 +55,7 @@ def mymuladd(a: Tensor, b: Tensor, c: float) -> Tensor:
     """
     if _functorch_active():
         return _Product.apply(a, b, c)
-    if _is_dynamo_compiling():
-        return _mymuladd(a, b, c)
-    return _mymuladd_entry(a, b, c)
+    return _mymuladd(a, b, c)
 
 
 def mymul(a: Tensor, b: Tensor) -> Tensor:
@@ -91,9 +66,7 @@ def mymul(a: Tensor, b: Tensor) -> Tensor:
     """
     if _functorch_active():
         return _Product.apply(a, b, None)
-    if _is_dynamo_compiling():
-        return _mymul(a, b)
-    return _mymul_entry(a, b)
+    return _mymul(a, b)
 
 
 def myadd_out(a: Tensor, b: Tensor, out: Tensor) -> None:
@@ -109,10 +82,7 @@ def myadd_out(a: Tensor, b: Tensor, out: Tensor) -> None:
     mode, an argument that requires grad raises. ``out``'s version counter is
     bumped, so autograd notices if ``out`` was saved for a backward.
     """
-    if _is_dynamo_compiling():
-        _myadd_out(a, b, out)
-    else:
-        _myadd_out_entry(a, b, out)
+    _myadd_out(a, b, out)
 
 
 class _Product(torch.autograd.Function):
