@@ -141,8 +141,9 @@ def _rewrite_links(text: str, stage: str, out_dir: str, files: list[str]) -> str
     A README links to files beside it (``[ops.cpp](csrc/ops.cpp)``) and to
     other checkpoints (``../02_impl/README.md``), which is right on GitHub but
     not in Sphinx. Links to a file this page shows go to its listing, links to
-    a checkpoint go to that checkpoint's page, images are re-pointed at the
-    file, and any other relative link becomes plain code text, so the page
+    a checkpoint go to that checkpoint's page, links to a docs/ page go there,
+    images are re-pointed at the file, and any other relative link becomes
+    plain code text, so the page
     never has a dead link. Absolute URLs and #anchors are left alone.
     """
     name = os.path.basename(stage)
@@ -155,6 +156,8 @@ def _rewrite_links(text: str, stage: str, out_dir: str, files: list[str]) -> str
         full = os.path.normpath(os.path.join(stage, path))
         if bang:
             return f"![{label}]({os.path.relpath(full, out_dir)})"
+        if full.startswith(DOCS + os.sep) and path.endswith(".md"):  # a page of the site
+            return f"[{label}]({os.path.relpath(full, out_dir)})"
         rel = os.path.relpath(full, stage)
         if rel in files:
             return f"[{label}](#{_label('tutorial', name, rel)})"

@@ -123,6 +123,8 @@ def test_expected_pages_exist(site: str) -> None:
         "performance.html",
         "troubleshooting.html",
         "copy_your_own_op.html",
+        "anatomy.html",
+        "autodiff.html",
     }
     assert expected <= pages, f"missing pages: {sorted(expected - pages)}"
 
