@@ -327,6 +327,8 @@ def _screenshot_pages() -> list[str]:
         "index.html",
         "tutorial/index.html",
         "copy_your_own_op.html",
+        "anatomy.html",
+        "autodiff.html",
         "conformance.html",
         "performance.html",
         "troubleshooting.html",
