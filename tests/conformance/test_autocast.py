@@ -13,7 +13,7 @@ import torch
 
 import extension_cpp
 
-from .cases import C, TOLERANCES, devices
+from .cases import TOLERANCES, C, devices
 
 # device -> the autocast dtypes PyTorch offers there.
 AUTOCAST_DTYPES = {"cpu": [torch.bfloat16, torch.float16], "cuda": [torch.float16, torch.bfloat16]}
