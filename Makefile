@@ -13,6 +13,13 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TEST_CUDA_ARCHS ?= 9.0
 export PYTHONUNBUFFERED := 1
+# Inductor keeps compiled graphs between runs (by default in
+# /tmp/torchinductor_$USER), keyed on the graph but not on our fake kernels:
+# after a change to one, a cached graph still expects the old output strides
+# and fails on the new kernel. So each version of the op code gets a cache of
+# its own.
+OPS_HASH := $(shell cat extension_cpp/*.py csrc/*.h csrc/*.cpp csrc/*/* 2>/dev/null | sha1sum | cut -c1-12)
+export TORCHINDUCTOR_CACHE_DIR ?= $(CURDIR)/build/inductor-$(OPS_HASH)
 
 .PHONY: setup build lint format test test-conformance tutorial wheel matrix bench docs docs-deps test-docs clean
 
