@@ -125,6 +125,7 @@ def test_expected_pages_exist(site: str) -> None:
         "copy_your_own_op.html",
         "anatomy.html",
         "autodiff.html",
+        "aoti.html",
     }
     assert expected <= pages, f"missing pages: {sorted(expected - pages)}"
 

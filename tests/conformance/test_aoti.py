@@ -1,0 +1,93 @@
+"""torch.export plus AOTInductor: a model that calls our ops, compiled into
+one package, run from Python and from a C++ program with no Python in it.
+
+examples/aoti_runner/export_model.py exports and compiles the model and
+checks the package against eager in Python; runner.cpp (built here with
+CMake against the installed torch's libtorch) loads our op library, runs the
+package and compares with the eager result the script saved.
+"""
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from .cases import devices
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLE = os.path.join(REPO, "examples", "aoti_runner")
+
+
+def _cmake_args(build: str) -> list:
+    args = ["cmake", "-S", EXAMPLE, "-B", build, "-DCMAKE_BUILD_TYPE=Release"]
+    args.append(f"-DCMAKE_PREFIX_PATH={torch.utils.cmake_prefix_path}")
+    if torch.version.cuda:
+        # A CUDA build of torch makes its CMake config look for the CUDA
+        # toolkit, and for NVRTC, which a bare toolkit may lack; the torch
+        # wheel ships its own copy beside it.
+        cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+        args.append(f"-DCUDA_TOOLKIT_ROOT_DIR={cuda_home}")
+        if not glob.glob(os.path.join(cuda_home, "lib64", "libnvrtc.so*")):
+            site = os.path.dirname(os.path.dirname(torch.__file__))
+            bundled = glob.glob(os.path.join(site, "nvidia", "*", "lib", "libnvrtc.so.*"))
+            if bundled:
+                args.append(f"-DCUDA_nvrtc_LIBRARY={bundled[0]}")
+    return args
+
+
+@pytest.fixture(scope="module")
+def runner(tmp_path_factory) -> str:
+    if shutil.which("cmake") is None:
+        pytest.fail("cmake is not on PATH (apt-get install cmake, or pip install cmake)")
+    build = str(tmp_path_factory.mktemp("aoti_runner_build"))
+    for cmd in (_cmake_args(build), ["cmake", "--build", build, "-j2"]):
+        result = subprocess.run(cmd, capture_output=True, text=True)
+        assert result.returncode == 0, (
+            f"{' '.join(cmd)}:\n{result.stdout[-3000:]}{result.stderr[-3000:]}"
+        )
+    return os.path.join(build, "aoti_runner")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("device", devices())
+def test_aoti_package_runs_from_python_and_cpp(device, runner, tmp_path):
+    export = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(EXAMPLE, "export_model.py"),
+            str(tmp_path),
+            "--device",
+            device,
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert export.returncode == 0, export.stdout + export.stderr
+    assert "the package run from Python equals eager" in export.stdout
+
+    import extension_cpp
+
+    ops_library = extension_cpp._C.__file__
+    # A bare environment: no PYTHONPATH, no virtualenv, nothing of Python's.
+    run = subprocess.run(
+        [
+            runner,
+            str(tmp_path / "model.pt2"),
+            ops_library,
+            str(tmp_path / "input.bin"),
+            str(tmp_path / "expected.bin"),
+            "8",
+            "16",
+            device,
+        ],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "output size: 8" in run.stdout
+    assert "python in process: no" in run.stdout
