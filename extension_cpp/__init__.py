@@ -11,6 +11,9 @@ from ._loading import load_library
 load_library()
 
 from . import ops  # noqa: E402  (the fake kernels need the library loaded first)
+from ._dtensor_hook import register_when_dtensor_loads  # noqa: E402
 from .ops import myadd_out, mymul, mymuladd  # noqa: E402
+
+register_when_dtensor_loads()  # DTensor sharding rules, once DTensor is imported
 
 __all__ = ["ops", "mymuladd", "mymul", "myadd_out"]
