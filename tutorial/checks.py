@@ -74,8 +74,15 @@ def _eager(device: str) -> None:
             torch.testing.assert_close(got_mul, a * b)
             torch.testing.assert_close(out, a + b)
             torch.testing.assert_close(inplace, a + b)
-            if not got_muladd.is_contiguous():
-                raise AssertionError("mymuladd returned a non-contiguous tensor")
+            # The checkpoints return contiguous tensors; the reference package
+            # lays the output out as torch.mul does. Either is dense and what
+            # the package's fake kernel promises; anything else is a bug.
+            allowed = (a.new_empty(a.shape).stride(), torch.mul(a, b).stride())
+            if got_muladd.stride() not in allowed:
+                raise AssertionError(
+                    f"mymuladd returned strides {got_muladd.stride()}, neither contiguous "
+                    f"nor torch.mul's {allowed[1]}"
+                )
 
 
 class _nullcontext:
