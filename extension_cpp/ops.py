@@ -64,8 +64,13 @@ def mymuladd(a: Tensor, b: Tensor, c: float) -> Tensor:
             shapes or devices are not as above.
     """
     if _is_dynamo_compiling():
+        _checks.raise_if_none("mymuladd", a=a, b=b)
         return _mymuladd(a, b, c)
-    return _mymuladd_entry(a, b, c)
+    try:
+        return _mymuladd_entry(a, b, c)
+    except (RuntimeError, NotImplementedError):
+        _checks.raise_if_none("mymuladd", a=a, b=b)
+        raise
 
 
 def mymul(a: Tensor, b: Tensor) -> Tensor:
@@ -75,8 +80,13 @@ def mymul(a: Tensor, b: Tensor) -> Tensor:
     Differentiable to any order: its backward is built from ``mymul`` itself.
     """
     if _is_dynamo_compiling():
+        _checks.raise_if_none("mymul", a=a, b=b)
         return _mymul(a, b)
-    return _mymul_entry(a, b)
+    try:
+        return _mymul_entry(a, b)
+    except (RuntimeError, NotImplementedError):
+        _checks.raise_if_none("mymul", a=a, b=b)
+        raise
 
 
 def myadd_out(a: Tensor, b: Tensor, out: Tensor) -> None:
@@ -93,9 +103,14 @@ def myadd_out(a: Tensor, b: Tensor, out: Tensor) -> None:
     bumped, so autograd notices if ``out`` was saved for a backward.
     """
     if _is_dynamo_compiling():
+        _checks.raise_if_none("myadd_out", a=a, b=b, out=out)
         _myadd_out(a, b, out)
-    else:
+        return
+    try:
         _myadd_out_entry(a, b, out)
+    except (RuntimeError, NotImplementedError):
+        _checks.raise_if_none("myadd_out", a=a, b=b, out=out)
+        raise
 
 
 # Fake kernels: run by FakeTensor under torch.compile / torch.export instead of
