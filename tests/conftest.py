@@ -27,7 +27,7 @@ _COMMON = dict(
 )
 settings.register_profile("default", derandomize=True, **_COMMON)
 # fuzz: random examples; `make fuzz` passes --hypothesis-seed and prints it.
-settings.register_profile("fuzz", derandomize=False, **_COMMON)
+settings.register_profile("fuzz", derandomize=False, max_examples=1000, **_COMMON)
 settings.load_profile("default")
 
 
