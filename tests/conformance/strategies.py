@@ -19,6 +19,7 @@ import dataclasses
 import math
 
 import torch
+from hypothesis import event
 from hypothesis import strategies as st
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -74,7 +75,29 @@ class TensorSpec:
     specials: bool  # sprinkle inf, -inf, nan, -0.0, 0 and the dtype's extremes
     seed: int
 
+    def kinds(self) -> list[str]:
+        """What this layout exercises, for --hypothesis-show-statistics."""
+        rank = len(self.shape)
+        identity = tuple(range(rank))
+        kinds = [f"rank {rank}", str(self.dtype)]
+        if self.order == identity:
+            kinds.append("dense order")
+        elif rank in (4, 5) and self.order == (0, *range(2, rank), 1):
+            kinds.append("channels_last")
+        elif self.order == identity[:-2] + (rank - 1, rank - 2):
+            kinds.append("transposed")
+        else:
+            kinds.append("permuted")
+        kinds += ["sliced with steps"] if any(s > 1 for s in self.steps) else []
+        kinds += ["expanded"] if any(self.expanded) else []
+        kinds += ["storage offset"] if self.offset else []
+        kinds += ["zero-size"] if 0 in self.shape else []
+        kinds += ["inf/nan/-0.0 values"] if self.specials else []
+        return kinds
+
     def make(self, device, requires_grad: bool = False) -> torch.Tensor:
+        for kind in self.kinds():
+            event(kind)
         gen = torch.Generator().manual_seed(self.seed)
         base = [1 if e else n * s for n, s, e in zip(self.shape, self.steps, self.expanded)]
         physical = [base[d] for d in self.order]
@@ -125,8 +148,10 @@ def _orders(rank: int):
 @st.composite
 def shapes(draw, min_rank: int = 0, max_rank: int = 6) -> tuple[int, ...]:
     rank = draw(st.integers(min_rank, max_rank))
-    size = st.one_of(st.integers(0, _MAX_SIZE[rank]), st.sampled_from([0, 1]))
-    return tuple(draw(st.lists(size, min_size=rank, max_size=rank)))
+    dims = draw(st.lists(st.integers(1, _MAX_SIZE[rank]), min_size=rank, max_size=rank))
+    if rank and draw(st.integers(0, 7)) == 0:  # one example in eight is empty
+        dims[draw(st.integers(0, rank - 1))] = 0
+    return tuple(dims)
 
 
 @st.composite
