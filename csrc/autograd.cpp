@@ -54,8 +54,11 @@ c10::DispatchKeySet below_autograd(c10::DispatchKeySet ks) {
   return ks & c10::after_autograd_keyset;
 }
 
+// An undefined argument (Python's None) needs no Function node: the kernel
+// below names it in its error (issue #13), eager and under FakeTensor alike.
 bool needs_grad(const at::Tensor& a, const at::Tensor& b) {
-  return at::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad());
+  return at::GradMode::is_enabled() && a.defined() && b.defined() &&
+         (a.requires_grad() || b.requires_grad());
 }
 
 // Shared by both ops: out = a * b (+ c), so grad_a = grad * b, grad_b = grad * a.

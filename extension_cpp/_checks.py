@@ -101,11 +101,10 @@ def raise_if_none(op: str, **tensors) -> None:
     """Replaces a dispatcher error about a None argument with the kernel's words.
 
     The schema lets None through as an undefined tensor. With another tensor
-    present and no grad, the C++ check names it; but with no tensor at all the
-    dispatcher finds no kernel ("There were no tensor arguments ..."), and
-    under autograd it fails on the missing device. In eager mode it is called
-    only after a call has failed, so a good call pays nothing for it; under
-    torch.compile it runs while tracing, where None is a constant.
+    present, the C++ check (or, under torch.compile, the fake kernel's) names
+    it; with no tensor at all the dispatcher finds no kernel to run ("There
+    were no tensor arguments ..."). Called only after a call has failed, so a
+    good call pays nothing for it.
     """
     for name, t in tensors.items():
         if t is None:

@@ -64,7 +64,6 @@ def mymuladd(a: Tensor, b: Tensor, c: float) -> Tensor:
             shapes or devices are not as above.
     """
     if _is_dynamo_compiling():
-        _checks.raise_if_none("mymuladd", a=a, b=b)
         return _mymuladd(a, b, c)
     try:
         return _mymuladd_entry(a, b, c)
@@ -80,7 +79,6 @@ def mymul(a: Tensor, b: Tensor) -> Tensor:
     Differentiable to any order: its backward is built from ``mymul`` itself.
     """
     if _is_dynamo_compiling():
-        _checks.raise_if_none("mymul", a=a, b=b)
         return _mymul(a, b)
     try:
         return _mymul_entry(a, b)
@@ -103,7 +101,6 @@ def myadd_out(a: Tensor, b: Tensor, out: Tensor) -> None:
     bumped, so autograd notices if ``out`` was saved for a backward.
     """
     if _is_dynamo_compiling():
-        _checks.raise_if_none("myadd_out", a=a, b=b, out=out)
         _myadd_out(a, b, out)
         return
     try:

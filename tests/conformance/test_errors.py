@@ -235,3 +235,13 @@ def test_empty_out_with_a_zero_stride_is_accepted():
     torch.compile(extension_cpp.myadd_out, backend="aot_eager", fullgraph=True)(
         f32(0, 3), f32(0, 3), out
     )
+
+
+def test_none_beside_a_tensor_that_requires_grad_when_compiled():
+    """The C++ autograd kernel lets the fake kernel's check name it."""
+    torch._dynamo.reset()
+    compiled = torch.compile(
+        lambda b: extension_cpp.mymul(None, b), backend="aot_eager", fullgraph=True
+    )
+    with pytest.raises(RuntimeError, match=re.escape("mymul: expected a to be a Tensor, got None")):
+        compiled(f32(3).requires_grad_())
