@@ -119,6 +119,7 @@ def test_expected_pages_exist(site: str) -> None:
         "compatibility.html",
         "performance.html",
         "troubleshooting.html",
+        "hardening.html",
     }
     assert expected <= pages, f"missing pages: {sorted(expected - pages)}"
 
