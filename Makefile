@@ -49,7 +49,9 @@ test-conformance: build
 # Hardening (docs/troubleshooting.md, "Fuzzing and sanitizers").
 # fuzz: the property tests with ten times make test's examples, from a fresh
 # seed it prints; FUZZ_SEED=N replays a run.
-FUZZ_SEED ?= $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+ifndef FUZZ_SEED
+FUZZ_SEED := $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+endif
 fuzz: build
 	@echo "==> make fuzz with FUZZ_SEED=$(FUZZ_SEED) (make fuzz FUZZ_SEED=$(FUZZ_SEED) replays it)"
 	$(PY) -m pytest tests/conformance/test_properties.py -p no:cacheprovider \
