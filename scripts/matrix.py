@@ -656,6 +656,8 @@ def render() -> None:
         "libraries, shared by every CPython, are listed under each track.",
         "Install: venv creation plus installing torch, the test requirements and the wheel",
         "from the wheelhouse. Skipped tests are the CUDA cases (no GPU on the test machine).",
+        "Test order: each CPython runs the suite in its own shuffled order; pass the seed",
+        "shown to `pytest --test-order=shuffled --test-order-seed=N` to replay it.",
         "",
     ]
     (RESULTS / "compatibility.md").write_text("\n".join(lines))
