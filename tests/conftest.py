@@ -4,7 +4,8 @@
 - ``--test-order=reversed|shuffled`` (with ``--test-order-seed=N``) runs the
   collected tests in another order, to show that no test depends on what ran
   before it (issue #13: a warning raised by whichever test compiled first).
-  The header line says the order and seed; pass the same seed to replay it.
+  The header and the last lines say the order and seed; pass the same seed
+  to replay it.
 - Hypothesis profiles: ``default`` (what ``make test`` runs) and ``fuzz``
   (``make fuzz``: many more examples). Both print the failing example and a
   blob to replay it with ``@reproduce_failure``.
@@ -52,11 +53,21 @@ def pytest_configure(config):
         config.option.test_order_seed = random.SystemRandom().randrange(2**32)
 
 
-def pytest_report_header(config):
+def _order_line(config) -> str:
     order = config.getoption("test_order")
     if order == "shuffled":
         return f"test order: shuffled, --test-order-seed={config.getoption('test_order_seed')}"
     return f"test order: {order}"
+
+
+def pytest_report_header(config):
+    return _order_line(config)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    # Again at the end, where a failure is read, and shown even with -q.
+    if config.getoption("test_order") != "declared":
+        terminalreporter.write_line(_order_line(config))
 
 
 def pytest_collection_modifyitems(config, items):
