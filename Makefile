@@ -21,7 +21,8 @@ export PYTHONUNBUFFERED := 1
 OPS_HASH := $(shell cat extension_cpp/*.py csrc/*.h csrc/*.cpp csrc/*/* 2>/dev/null | sha1sum | cut -c1-12)
 export TORCHINDUCTOR_CACHE_DIR ?= $(CURDIR)/build/inductor-$(OPS_HASH)
 
-.PHONY: setup build lint format test test-conformance tutorial wheel matrix bench docs docs-deps test-docs clean
+.PHONY: setup build lint format test test-conformance tutorial wheel matrix bench docs docs-deps test-docs clean \
+	fuzz sanitize test-huge compute-sanitizer
 
 setup: $(STAMP)
 
@@ -52,8 +53,33 @@ format: setup
 test-conformance: build
 	$(PY) -m pytest tests/conformance
 
+# Hardening (docs/troubleshooting.md, "Fuzzing and sanitizers").
+# fuzz: the property tests with ten times make test's examples, from a fresh
+# seed it prints; FUZZ_SEED=N replays a run.
+ifndef FUZZ_SEED
+FUZZ_SEED := $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+endif
+fuzz: build
+	@echo "==> make fuzz with FUZZ_SEED=$(FUZZ_SEED) (make fuzz FUZZ_SEED=$(FUZZ_SEED) replays it)"
+	$(PY) -m pytest tests/conformance/test_properties.py -p no:cacheprovider \
+		--hypothesis-profile=fuzz --hypothesis-seed=$(FUZZ_SEED) --hypothesis-show-statistics
+
+# sanitize: the CPU kernels under ASan + UBSan, and the CPU conformance suite.
+sanitize: setup
+	MAX_JOBS=$${MAX_JOBS:-2} PY=$(CURDIR)/$(PY) scripts/sanitize.sh
+
+# test-huge: tensors past 2^31 elements (about 4.5 GiB per device).
+test-huge: build
+	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests/conformance/test_limits.py -m huge --durations=0
+
+# compute-sanitizer: memcheck, racecheck, initcheck, synccheck (GPU machine).
+compute-sanitizer: build
+	PY=$(CURDIR)/$(PY) scripts/compute_sanitizer.sh
+
+# EXTENSION_CPP_HUGE=1: the tests past 2^31 elements (about 20 s and 4.6 GiB
+# on the CPU) run here; a bare pytest skips them.
 test: lint build docs-deps
-	$(PY) -m pytest tests --ignore=tests/docs -p docs.pytest_machine --junitxml=docs/results/conformance.xml
+	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests --ignore=tests/docs -p docs.pytest_machine --junitxml=docs/results/conformance.xml
 	$(build_docs)
 	$(PY) -m pytest tests/docs
 

@@ -7,6 +7,9 @@ Environment variables:
   TORCH_CUDA_ARCH_LIST  architectures to compile for. Default: the release list
                         below. The test path sets 9.0 alone (H100/H200) to keep
                         nvcc time down.
+  EXTENSION_CPP_SANITIZE  a -fsanitize= list for the C++ files, e.g.
+                        address,undefined (scripts/sanitize.sh, `make sanitize`);
+                        never for a release build.
 """
 
 import os
@@ -83,6 +86,14 @@ def extension():
     # only file that includes Python.h, pins it to 3.9 either way.
     if not hasattr(cpp_extension, "min_supported_cpython"):
         cxx_flags.append(f"-DPy_LIMITED_API={PY_LIMITED_API}")
+    sanitize = os.environ.get("EXTENSION_CPP_SANITIZE", "").strip()
+    if sanitize:
+        # -O1 and frame pointers: readable stacks in the reports. Every UB kind
+        # is fatal, so a report cannot scroll past unnoticed.
+        cxx_flags[0] = "-O1"
+        cxx_flags += [f"-fsanitize={sanitize}", "-fno-sanitize-recover=all"]
+        cxx_flags += ["-fno-omit-frame-pointer", "-g"]
+        link_flags.append(f"-fsanitize={sanitize}")
     files = sources("", ".cpp") + sources("cpu", ".cpp")
     if not with_cuda:
         return CppExtension(

@@ -65,8 +65,11 @@ c10::DispatchKeySet below_autograd(c10::DispatchKeySet ks) {
   return ks & c10::after_autograd_keyset;
 }
 
+// An undefined argument (Python's None) needs no Function node: the kernel
+// below names it in its error (issue #13), eager and under FakeTensor alike.
 bool needs_grad(const char* op, const at::Tensor& a, const at::Tensor& b) {
-  if (!at::GradMode::is_enabled() || !(a.requires_grad() || b.requires_grad())) {
+  if (!at::GradMode::is_enabled() || !a.defined() || !b.defined() ||
+      !(a.requires_grad() || b.requires_grad())) {
     return false;
   }
   // torch.func's grad-tracking transforms hand the kernel wrapped tensors.
@@ -83,7 +86,7 @@ bool needs_grad(const char* op, const at::Tensor& a, const at::Tensor& b) {
 // maps its own levels onto it).
 constexpr uint64_t kFwLevel = 0;
 
-bool has_tangent(const at::Tensor& t) { return t._fw_grad(kFwLevel).defined(); }
+bool has_tangent(const at::Tensor& t) { return t.defined() && t._fw_grad(kFwLevel).defined(); }
 
 // out = op(a, b) with dual inputs: computes op on the primals (so reverse
 // mode still records its graph) and attaches d(a * b) = ta * b + a * tb,

@@ -41,6 +41,9 @@ bool is_supported_dtype(at::ScalarType t) {
 }
 
 void check_dtype(const char* op, const char* name, const at::Tensor& t) {
+  // Python's None reaches a `Tensor` argument as an undefined tensor, which
+  // has no dtype to print (issue #13: it used to read "Unimplemented scalar type").
+  TORCH_CHECK(t.defined(), op, ": expected ", name, " to be a Tensor, got None");
   TORCH_CHECK(is_supported_dtype(t.scalar_type()), op, ": expected ", name,
               " to have a floating-point dtype (torch.float16, torch.bfloat16, torch.float32 or "
               "torch.float64), got ",
@@ -91,6 +94,9 @@ void check_no_partial_overlap(const char* op, const at::Tensor& out, const char*
 // smaller ones reach. (This rejects the rare interleaved layout that does not
 // overlap either; no tensor PyTorch creates, short of as_strided, has one.)
 bool provably_non_overlapping(const at::Tensor& t) {
+  if (t.numel() == 0) {
+    return true;  // no element at all, whatever the strides (an expanded empty tensor)
+  }
   std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size)
   for (int64_t d = 0; d < t.dim(); ++d) {
     if (t.size(d) > 1) {

@@ -11,7 +11,12 @@ import torch
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
+def none_message(op: str, name: str) -> str:
+    return f"{op}: expected {name} to be a Tensor, got None"
+
+
 def check_dtype(op: str, name: str, t: torch.Tensor) -> None:
+    torch._check(t is not None, lambda: none_message(op, name))
     torch._check(
         t.dtype in SUPPORTED_DTYPES,
         lambda: (
@@ -52,6 +57,8 @@ def check_inputs(op: str, a: torch.Tensor, b: torch.Tensor) -> None:
 
 
 def _provably_non_overlapping(t: torch.Tensor) -> bool:
+    if t.numel() == 0:
+        return True
     dims = sorted((t.stride(d), t.size(d)) for d in range(t.dim()) if t.size(d) > 1)
     reach = 0
     for stride, size in dims:
@@ -100,3 +107,17 @@ def elementwise_output(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     conformance suite checks that the C++ rule gives the same strides.
     """
     return torch.empty_like(torch.mul(a, b))
+
+
+def raise_if_none(op: str, **tensors) -> None:
+    """Replaces a dispatcher error about a None argument with the kernel's words.
+
+    The schema lets None through as an undefined tensor. With another tensor
+    present, the C++ check (or, under torch.compile, the fake kernel's) names
+    it; with no tensor at all the dispatcher finds no kernel to run ("There
+    were no tensor arguments ..."). Called only after a call has failed, so a
+    good call pays nothing for it.
+    """
+    for name, t in tensors.items():
+        if t is None:
+            raise RuntimeError(none_message(op, name)) from None

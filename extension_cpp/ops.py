@@ -29,6 +29,10 @@ _myadd_out = torch.ops.extension_cpp.myadd_out.default
 # reverse-mode ones, so the public functions switch to _Product below there.
 # torch.autograd.Function.apply makes the same test.
 _functorch_active = torch._C._are_functorch_transforms_active
+# Bound once: Dynamo reads it as the constant True while it traces (the
+# compiled graph needs no try/except around the op), and in eager mode it is
+# a bare function returning False.
+_is_dynamo_compiling = torch.compiler.is_dynamo_compiling
 
 
 def mymuladd(a: Tensor, b: Tensor, c: float) -> Tensor:
@@ -55,7 +59,13 @@ def mymuladd(a: Tensor, b: Tensor, c: float) -> Tensor:
     """
     if _functorch_active():
         return _Product.apply(a, b, c)
-    return _mymuladd(a, b, c)
+    if _is_dynamo_compiling():
+        return _mymuladd(a, b, c)
+    try:
+        return _mymuladd(a, b, c)
+    except (RuntimeError, NotImplementedError):
+        _checks.raise_if_none("mymuladd", a=a, b=b)
+        raise
 
 
 def mymul(a: Tensor, b: Tensor) -> Tensor:
@@ -66,7 +76,13 @@ def mymul(a: Tensor, b: Tensor) -> Tensor:
     """
     if _functorch_active():
         return _Product.apply(a, b, None)
-    return _mymul(a, b)
+    if _is_dynamo_compiling():
+        return _mymul(a, b)
+    try:
+        return _mymul(a, b)
+    except (RuntimeError, NotImplementedError):
+        _checks.raise_if_none("mymul", a=a, b=b)
+        raise
 
 
 def myadd_out(a: Tensor, b: Tensor, out: Tensor) -> None:
@@ -82,7 +98,14 @@ def myadd_out(a: Tensor, b: Tensor, out: Tensor) -> None:
     mode, an argument that requires grad raises. ``out``'s version counter is
     bumped, so autograd notices if ``out`` was saved for a backward.
     """
-    _myadd_out(a, b, out)
+    if _is_dynamo_compiling():
+        _myadd_out(a, b, out)
+        return
+    try:
+        _myadd_out(a, b, out)
+    except (RuntimeError, NotImplementedError):
+        _checks.raise_if_none("myadd_out", a=a, b=b, out=out)
+        raise
 
 
 class _Product(torch.autograd.Function):

@@ -10,7 +10,8 @@ Subcommands:
                    then audit it (abi3audit --strict, auditwheel show, METADATA)
   test-one-python  a fresh venv on one CPython: install torch and the wheel
                    (sha256 checked), then run tests/conformance against the
-                   installed copy, never the source tree
+                   installed copy, never the source tree, in shuffled order
+                   (--test-order, --test-order-seed: tests/conftest.py)
   run              one track: build once against a torch release, test it on
                    each CPython that release supports, write
                    docs/results/compatibility.{json,md}
@@ -28,6 +29,7 @@ import argparse
 import hashlib
 import json
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -380,8 +382,13 @@ def check_one_python(
     work: Path,
     foreign_wheel: Path | None = None,
     keep: bool = False,
+    order: str = "shuffled",
+    seed: int | None = None,
 ) -> dict:
     result = {"python": python_version(python), "torch": torch_version, "wheel": wheel.name}
+    result["test_order"] = order
+    if order == "shuffled":
+        result["test_order_seed"] = seed = random.randrange(2**32) if seed is None else seed
     got = sha256(wheel)
     if expect_sha256 and got != expect_sha256:
         raise SystemExit(f"{wheel}: sha256 {got}, expected {expect_sha256}: not the built file")
@@ -435,6 +442,8 @@ def check_one_python(
                 f"--ignore-glob={REPO / 'tests' / 'conformance' / 'test_dtensor.py'}",
                 "-q",
                 f"--junitxml={junit}",
+                f"--test-order={order}",
+                *([f"--test-order-seed={seed}"] if order == "shuffled" else []),
             ],
             cwd=cwd,
             env=env,
@@ -472,6 +481,8 @@ def cmd_test_one_python(args) -> dict:
         work,
         one_wheel(args.foreign_wheel) if args.foreign_wheel else None,
         keep=args.keep,
+        order=args.test_order,
+        seed=args.test_order_seed,
     )
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
@@ -534,6 +545,8 @@ def cmd_run(args) -> None:
                     summary["sha256"],
                     work,
                     one_wheel(args.foreign_wheel) if args.foreign_wheel else None,
+                    order=args.test_order,
+                    seed=args.test_order_seed,
                 )
             )
         except (subprocess.CalledProcessError, SystemExit) as e:
@@ -569,6 +582,13 @@ def cmd_run(args) -> None:
 # render
 
 
+def order_text(row: dict) -> str:
+    order = row.get("test_order", "declared")
+    if order == "shuffled":
+        return f"shuffled, seed {row['test_order_seed']}"
+    return order
+
+
 def render() -> None:
     data = json.loads((RESULTS / "compatibility.json").read_text())
     lines = [
@@ -599,24 +619,26 @@ def render() -> None:
             (f"- build {rec['build_s']:.0f} s, " if rec["build_s"] is not None else "- ")
             + f"whole track {rec['total_s'] / 60:.1f} min",
             "",
-            "| CPython | torch | result | passed | failed | skipped | mismatch check "
-            "| download | install | pytest |",
-            "| --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |",
+            "| CPython | torch | result | passed | failed | skipped | test order "
+            "| mismatch check | download | install | pytest |",
+            "| --- | --- | --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: |",
         ]
         for r in rec["results"]:
             if r["ok"] is None:
-                lines.append(f"| {r['python']} | {r['torch']} | no torch wheel | | | | | | | |")
+                lines.append(f"| {r['python']} | {r['torch']} | no torch wheel | | | | | | | | |")
                 continue
             if "passed" not in r:
                 lines.append(
-                    f"| {r['python']} | {r['torch']} | error: {r.get('error', '')} | | | | | | | |"
+                    f"| {r['python']} | {r['torch']} | error: {r.get('error', '')} "
+                    "| | | | | | | | |"
                 )
                 continue
             mism = r.get("mismatch")
             mism_text = "" if not mism else ("refused, names both" if mism["ok"] else "FAILED")
             lines.append(
                 f"| {r['python']} | {r['torch']} | {'pass' if r['ok'] else 'FAIL'} "
-                f"| {r['passed']} | {r['failed'] + r['errors']} | {r['skipped']} | {mism_text} "
+                f"| {r['passed']} | {r['failed'] + r['errors']} | {r['skipped']} "
+                f"| {order_text(r)} | {mism_text} "
                 f"| {r['python_specific_bytes'] / 2**30:.2f} GiB; {r['fetch_s']:.0f} s, "
                 f"{r['fetched_bytes'] / 2**30:.2f} GiB new "
                 f"| {r['install_s']:.0f} s, venv {r['venv_bytes'] / 2**30:.2f} GiB "
@@ -640,10 +662,23 @@ def render() -> None:
         "libraries, shared by every CPython, are listed under each track.",
         "Install: venv creation plus installing torch, the test requirements and the wheel",
         "from the wheelhouse. Skipped tests are the CUDA cases (no GPU on the test machine).",
+        "Test order: each CPython runs the suite in its own shuffled order; pass the seed",
+        "shown to `pytest --test-order=shuffled --test-order-seed=N` to replay it.",
         "",
     ]
     (RESULTS / "compatibility.md").write_text("\n".join(lines))
     log(f"wrote {RESULTS / 'compatibility.md'}")
+
+
+def add_order_args(parser: argparse.ArgumentParser) -> None:
+    # Shuffled by default: a test that passes only after another one ran (or
+    # fails only when it runs first) shows up here, not in a user's CI.
+    parser.add_argument(
+        "--test-order", default="shuffled", choices=["declared", "reversed", "shuffled"]
+    )
+    parser.add_argument(
+        "--test-order-seed", type=int, help="replay a shuffled order (default: a fresh seed)"
+    )
 
 
 def main() -> None:
@@ -668,6 +703,7 @@ def main() -> None:
     t.add_argument("--work", help="where the venv goes (default: the cache)")
     t.add_argument("--keep", action="store_true", help="keep the venv")
     t.add_argument("--json", help="write the result here")
+    add_order_args(t)
     t.set_defaults(func=cmd_test_one_python)
 
     r = sub.add_parser("run", help="one track of the compatibility matrix")
@@ -678,6 +714,7 @@ def main() -> None:
     r.add_argument("--foreign-wheel", help="also check a wheel built for another torch")
     r.add_argument("--build-python", default="3.11")
     r.add_argument("--archs", help="TORCH_CUDA_ARCH_LIST for the build")
+    add_order_args(r)
     r.set_defaults(func=cmd_run)
 
     sub.add_parser("render", help="rewrite compatibility.md").set_defaults(func=lambda a: render())

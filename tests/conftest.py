@@ -1,7 +1,81 @@
-"""Shared pytest set-up for every test directory: the RNG is seeded per test."""
+"""Shared pytest set-up for every test directory.
+
+- The RNG is seeded per test, so one test can't change another's inputs.
+- ``--test-order=reversed|shuffled`` (with ``--test-order-seed=N``) runs the
+  collected tests in another order, to show that no test depends on what ran
+  before it (issue #13: a warning raised by whichever test compiled first).
+  The header and the last lines say the order and seed; pass the same seed
+  to replay it.
+- Hypothesis profiles: ``default`` (what ``make test`` runs) and ``fuzz``
+  (``make fuzz``: many more examples). Both print the failing example and a
+  blob to replay it with ``@reproduce_failure``.
+"""
+
+import random
 
 import pytest
 import torch
+from hypothesis import HealthCheck, settings
+
+# derandomize: the examples come from a seed derived from each test's name, so
+# `make test` draws the same inputs on every run and machine. No database:
+# what a run finds is printed, not kept in a folder a later run would read.
+_COMMON = dict(
+    deadline=None,
+    database=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile("default", derandomize=True, **_COMMON)
+# fuzz: random examples; `make fuzz` passes --hypothesis-seed and prints it.
+settings.register_profile("fuzz", derandomize=False, max_examples=1000, **_COMMON)
+settings.load_profile("default")
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("extension_cpp")
+    group.addoption(
+        "--test-order",
+        choices=("declared", "reversed", "shuffled"),
+        default="declared",
+        help="run the collected tests in this order (default: as declared)",
+    )
+    group.addoption(
+        "--test-order-seed",
+        type=int,
+        default=None,
+        help="seed for --test-order=shuffled (default: a random one, printed in the header)",
+    )
+
+
+def pytest_configure(config):
+    if config.getoption("test_order") == "shuffled" and config.getoption("test_order_seed") is None:
+        config.option.test_order_seed = random.SystemRandom().randrange(2**32)
+
+
+def _order_line(config) -> str:
+    order = config.getoption("test_order")
+    if order == "shuffled":
+        return f"test order: shuffled, --test-order-seed={config.getoption('test_order_seed')}"
+    return f"test order: {order}"
+
+
+def pytest_report_header(config):
+    return _order_line(config)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    # Again at the end, where a failure is read, and shown even with -q.
+    if config.getoption("test_order") != "declared":
+        terminalreporter.write_line(_order_line(config))
+
+
+def pytest_collection_modifyitems(config, items):
+    order = config.getoption("test_order")
+    if order == "reversed":
+        items.reverse()
+    elif order == "shuffled":
+        random.Random(config.getoption("test_order_seed")).shuffle(items)
 
 
 @pytest.fixture(autouse=True)

@@ -103,6 +103,25 @@ def _cases():
             lambda: (f32(5), f32(4)),
             "myadd_out: out overlaps a in memory without being the same view of it",
         ),
+        # None reaches a Tensor argument as an undefined tensor (issue #13).
+        (
+            "none-a",
+            mul,
+            lambda: (None, f32(3)),
+            "mymul: expected a to be a Tensor, got None",
+        ),
+        (
+            "none-b",
+            muladd,
+            lambda: (f32(3), None),
+            "mymuladd: expected b to be a Tensor, got None",
+        ),
+        (
+            "none-out",
+            add_out,
+            lambda: (f32(3), f32(3), None),
+            "myadd_out: expected out to be a Tensor, got None",
+        ),
     ]
     if HAS_CUDA:
         cases += [
@@ -177,3 +196,52 @@ def test_inputs_on_different_gpus_are_rejected():
         pytest.skip("needs two CUDA GPUs")
     with pytest.raises(RuntimeError, match="got cuda:0 and cuda:1"):
         extension_cpp.mymul(f32(3, device="cuda:0"), f32(3, device="cuda:1"))
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        # No tensor at all: the dispatcher has no device to pick a kernel by.
+        (lambda: extension_cpp.mymul(None, None), "mymul: expected a to be a Tensor, got None"),
+        # Autograd runs before the backend kernel's checks.
+        (
+            lambda: extension_cpp.mymuladd(f32(3).requires_grad_(), None, 2.0),
+            "mymuladd: expected b to be a Tensor, got None",
+        ),
+        (
+            lambda: extension_cpp.myadd_out(None, None, None),
+            "myadd_out: expected a to be a Tensor, got None",
+        ),
+    ],
+    ids=["mymul-no-tensor", "mymuladd-grad", "myadd_out-no-tensor"],
+)
+def test_none_is_named_before_the_dispatcher_fails(call, message):
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        call()
+
+
+def test_none_through_torch_ops_is_named_by_the_kernel():
+    """The C++ check, without the public function's help."""
+    with pytest.raises(RuntimeError, match=re.escape("mymul: expected a to be a Tensor, got None")):
+        torch.ops.extension_cpp.mymul(None, f32(3))
+
+
+def test_empty_out_with_a_zero_stride_is_accepted():
+    """No element, so no overlap: PyTorch's out= ops accept it, and so do we
+    (found by test_properties: it used to be refused as internal overlap)."""
+    out = torch.empty(0, 1).expand(0, 3)
+    extension_cpp.myadd_out(f32(0, 3), f32(0, 3), out)
+    torch._dynamo.reset()
+    torch.compile(extension_cpp.myadd_out, backend="aot_eager", fullgraph=True)(
+        f32(0, 3), f32(0, 3), out
+    )
+
+
+def test_none_beside_a_tensor_that_requires_grad_when_compiled():
+    """The C++ autograd kernel lets the fake kernel's check name it."""
+    torch._dynamo.reset()
+    compiled = torch.compile(
+        lambda b: extension_cpp.mymul(None, b), backend="aot_eager", fullgraph=True
+    )
+    with pytest.raises(RuntimeError, match=re.escape("mymul: expected a to be a Tensor, got None")):
+        compiled(f32(3).requires_grad_())

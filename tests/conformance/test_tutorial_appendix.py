@@ -46,7 +46,7 @@ def test_jit_build(tmp_path_factory):
         mymuladd(a, torch.randn(3), 0.5)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # built once, however the tests are ordered
 def muladd_numpy(tmp_path_factory):
     """Builds tutorial/appendix/pybind11 with its own setup.py, outside the source tree."""
     out = tmp_path_factory.mktemp("pybind11_build")
@@ -89,7 +89,10 @@ def test_pybind11_breaks_torch_compile(muladd_numpy):
     torch.testing.assert_close(compiled(a, b), a * b + 1.0)
 
 
-@pytest.fixture(scope="module")
+# Session scope: a shuffled run (--test-order=shuffled) leaves this module and
+# comes back, and a module-scoped fixture would then run the file a second
+# time, which a namespace's second TORCH_LIBRARY (Library "DEF") refuses.
+@pytest.fixture(scope="session")
 def autograd_variants():
     return _load(APPENDIX / "autograd_function" / "muladd_autograd.py", "tutorial_muladd_autograd")
 

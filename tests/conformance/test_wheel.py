@@ -34,7 +34,7 @@ def matrix(*args):
     subprocess.run([sys.executable, str(MATRIX), *map(str, args)], check=True)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # one build, however the tests are ordered
 def wheel(tmp_path_factory):
     """Builds and audits the wheel once; returns (path, summary)."""
     out = tmp_path_factory.mktemp("dist")

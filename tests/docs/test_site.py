@@ -126,6 +126,7 @@ def test_expected_pages_exist(site: str) -> None:
         "anatomy.html",
         "autodiff.html",
         "aoti.html",
+        "hardening.html",
     }
     assert expected <= pages, f"missing pages: {sorted(expected - pages)}"
 

@@ -39,7 +39,7 @@ def _torch_includes() -> list[str]:
         return cpp_extension.include_paths(cuda=True)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # one nvcc run, however the tests are ordered
 def ptx(tmp_path_factory) -> str:
     nvcc = _nvcc()
     if nvcc is None or torch.version.cuda is None:
