@@ -169,3 +169,16 @@ OPS = {
 }
 
 FUNCTIONAL_OPS = ["mymuladd", "mymul"]
+
+# The functional ops as functions of (a, b), beside the same expression in
+# plain torch ops (differentiable and autocast-aware, unlike Op.reference,
+# which rounds once from float64): what the autodiff-mode, vmap and autocast
+# tests compare against.
+OURS = {
+    "mymuladd": lambda a, b: extension_cpp.mymuladd(a, b, C),
+    "mymul": extension_cpp.mymul,
+}
+AS_TORCH = {
+    "mymuladd": lambda a, b: a * b + C,
+    "mymul": lambda a, b: a * b,
+}

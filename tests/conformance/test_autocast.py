@@ -13,18 +13,10 @@ import torch
 
 import extension_cpp
 
-from .cases import TOLERANCES, C, devices
+from .cases import AS_TORCH, OURS, TOLERANCES, devices
 
 # device -> the autocast dtypes PyTorch offers there.
 AUTOCAST_DTYPES = {"cpu": [torch.bfloat16, torch.float16], "cuda": [torch.float16, torch.bfloat16]}
-OURS = {
-    "mymuladd": lambda a, b: extension_cpp.mymuladd(a, b, C),
-    "mymul": extension_cpp.mymul,
-}
-TORCH = {
-    "mymuladd": lambda a, b: a * b + C,
-    "mymul": lambda a, b: a * b,
-}
 
 
 def _cases() -> list:
@@ -61,7 +53,7 @@ def _inputs(device, dtypes, requires_grad=False):
 def test_autocast_matches_torch(op_name, device, low, inputs):
     a, b = _inputs(device, INPUT_DTYPES[inputs](low))
     with torch.autocast(device, dtype=low):
-        got, want = OURS[op_name](a, b), TORCH[op_name](a, b)
+        got, want = OURS[op_name](a, b), AS_TORCH[op_name](a, b)
     assert got.dtype == want.dtype
     torch.testing.assert_close(got, want, **TOLERANCES[want.dtype])
 
@@ -74,7 +66,7 @@ def test_autocast_gradients_reach_each_input_in_its_dtype(op_name, device, low):
         OURS[op_name](a, b).sum().backward()
     a2, b2 = (t.detach().clone().requires_grad_() for t in (a, b))
     with torch.autocast(device, dtype=low):
-        TORCH[op_name](a2, b2).sum().backward()
+        AS_TORCH[op_name](a2, b2).sum().backward()
     for got, want in ((a.grad, a2.grad), (b.grad, b2.grad)):
         assert got.dtype == want.dtype
         torch.testing.assert_close(got, want, **TOLERANCES[want.dtype])

@@ -14,18 +14,9 @@ from torch import func
 
 import extension_cpp
 
-from .cases import C, devices
+from .cases import AS_TORCH, OURS, C, devices
 from .test_autograd import RecordOps
 
-# The ops as functions of (a, b), next to the same expression in torch ops.
-OURS = {
-    "mymuladd": lambda a, b: extension_cpp.mymuladd(a, b, C),
-    "mymul": extension_cpp.mymul,
-}
-TORCH = {
-    "mymuladd": lambda a, b: a * b + C,
-    "mymul": lambda a, b: a * b,
-}
 RAW = {
     "mymuladd": lambda a, b: torch.ops.extension_cpp.mymuladd(a, b, C),
     "mymul": torch.ops.extension_cpp.mymul,
@@ -91,14 +82,14 @@ def _check_mode(mode, ours, reference, device):
 @pytest.mark.parametrize("device", devices())
 @pytest.mark.parametrize("op_name", list(OURS))
 def test_mode_matches_torch(op_name, device, mode):
-    _check_mode(mode, OURS[op_name], TORCH[op_name], device)
+    _check_mode(mode, OURS[op_name], AS_TORCH[op_name], device)
 
 
 @pytest.mark.parametrize("mode", RAW_MODES)
 @pytest.mark.parametrize("device", devices())
 @pytest.mark.parametrize("op_name", list(RAW))
 def test_raw_op_mode_matches_torch(op_name, device, mode):
-    _check_mode(mode, RAW[op_name], TORCH[op_name], device)
+    _check_mode(mode, RAW[op_name], AS_TORCH[op_name], device)
 
 
 @pytest.mark.parametrize("mode", ["grad", "vjp", "jacrev", "hessian", "vmap-grad"])
@@ -176,7 +167,7 @@ def test_compiled_mode_matches_torch(op_name, device, mode):
     a, b, ta, tb = _inputs(device)
     torch._dynamo.reset()
     compiled = torch.compile(lambda *args: run(OURS[op_name], *args), fullgraph=True)
-    torch.testing.assert_close(compiled(a, b, ta, tb), run(TORCH[op_name], a, b, ta, tb))
+    torch.testing.assert_close(compiled(a, b, ta, tb), run(AS_TORCH[op_name], a, b, ta, tb))
 
 
 @pytest.mark.parametrize("op_name", list(OURS))
