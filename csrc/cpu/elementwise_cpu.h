@@ -2,10 +2,14 @@
 //
 // Takes raw pointers and the merged layout, so it does not depend on the
 // binding. Work is split with at::parallel_for, which follows
-// torch.get_num_threads(). Anything that is not one dense run walks the
-// strides, innermost dimension first, one element at a time.
+// torch.get_num_threads(). binary_kernel picks one of three loops:
+//   * one dense run (contiguous, or any layout the inputs share with the
+//     output): the vectorised run loop below, over all of it;
+//   * a transposed input (use_tiles): cache-blocked tiles, see tiled_loop;
+//   * anything else: strided_loop, a run at a time along the innermost
+//     dimension, vectorised where the inputs are dense or repeated in it.
 //
-// Dense runs take a vectorised loop, compiled up to three times from one body:
+// The run loop is compiled up to three times from one body:
 //   * generic: the x86-64 baseline (SSE2) the wheel is built for, and every
 //     other architecture;
 //   * avx2: under __attribute__((target("avx2,f16c")));
