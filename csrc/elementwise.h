@@ -63,6 +63,21 @@ struct BinaryLayout {
   }
 };
 
+// Sorts the dimension indices dims[0, n) stably so that `before(x, y)` holds
+// for no y ahead of x: an insertion sort, as n is small and it allocates
+// nothing.
+template <typename Before>
+inline void sort_dims(int* dims, int n, Before before) {
+  for (int i = 1; i < n; ++i) {
+    const int d = dims[i];
+    int k = i;
+    for (; k > 0 && before(d, dims[k - 1]); --k) {
+      dims[k] = dims[k - 1];
+    }
+    dims[k] = d;
+  }
+}
+
 // Builds the merged layout from PyTorch-order (outermost first) sizes and the
 // three operands' strides. Dimensions are walked in the output's memory order
 // (by its strides, largest outermost), not in logical order: an output that
@@ -75,16 +90,13 @@ inline bool make_binary_layout(int ndim, const int64_t* sizes, const int64_t* co
   if (ndim > kMaxInputDims) {
     return false;
   }
-  // order: dimensions sorted by the output's stride, largest first; a stable
-  // insertion sort, so equal strides keep their logical order.
+  // order: dimensions by the output's stride, largest first; equal strides
+  // keep their logical order.
   int order[kMaxInputDims];
   for (int d = 0; d < ndim; ++d) {
-    int k = d;
-    for (; k > 0 && strides[0][order[k - 1]] < strides[0][d]; --k) {
-      order[k] = order[k - 1];
-    }
-    order[k] = d;
+    order[d] = d;
   }
+  sort_dims(order, ndim, [&](int x, int y) { return strides[0][x] > strides[0][y]; });
   BinaryLayout& l = *layout;
   l.ndim = 0;
   l.numel = 1;
@@ -163,15 +175,12 @@ inline bool use_tiles(const BinaryLayout& l) {
 
 namespace layout_detail {
 
-// c10's TensorImpl::is_contiguous(): size-1 dimensions may have any stride.
-inline bool is_contiguous(int ndim, const int64_t* sizes, const int64_t* strides) {
-  for (int d = 0; d < ndim; ++d) {
-    if (sizes[d] == 0) {
-      return true;  // no elements: any strides will do
-    }
-  }
+// True when the dimensions dims[0, n), innermost first, are laid out densely
+// in that order; size-1 dimensions may have any stride, as in c10.
+inline bool dense_in_order(const int* dims, int n, const int64_t* sizes, const int64_t* strides) {
   int64_t expected = 1;
-  for (int d = ndim - 1; d >= 0; --d) {
+  for (int k = 0; k < n; ++k) {
+    const int d = dims[k];
     if (sizes[d] != 1) {
       if (strides[d] != expected) {
         return false;
@@ -182,21 +191,22 @@ inline bool is_contiguous(int ndim, const int64_t* sizes, const int64_t* strides
   return true;
 }
 
+// c10's TensorImpl::is_contiguous().
+inline bool is_contiguous(int ndim, const int64_t* sizes, const int64_t* strides) {
+  int dims[kMaxInputDims];
+  for (int k = 0; k < ndim; ++k) {
+    if (sizes[k] == 0) {
+      return true;  // no elements: any strides will do
+    }
+    dims[k] = ndim - 1 - k;
+  }
+  return dense_in_order(dims, ndim, sizes, strides);
+}
+
 // is_contiguous(memory_format=torch.channels_last), for 4-d tensors: NHWC.
 inline bool is_channels_last(int ndim, const int64_t* sizes, const int64_t* strides) {
-  if (ndim != 4) {
-    return false;
-  }
-  int64_t expected = 1;
-  for (int d : {1, 3, 2, 0}) {
-    if (sizes[d] != 1) {
-      if (strides[d] != expected) {
-        return false;
-      }
-      expected *= sizes[d];
-    }
-  }
-  return true;
+  static constexpr int kNhwc[4] = {1, 3, 2, 0};  // C, W, H, N: innermost first
+  return ndim == 4 && dense_in_order(kNhwc, 4, sizes, strides);
 }
 
 // c10's is_non_overlapping_and_dense(): some permutation of the dimensions
@@ -206,25 +216,15 @@ inline bool is_dense(int ndim, const int64_t* sizes, const int64_t* strides) {
     return sizes[0] < 2 || strides[0] == 1;
   }
   // Dimensions of size >= 2 by increasing stride (size-1 ones do not count).
-  int perm[kMaxInputDims];
+  int dims[kMaxInputDims];
   int n = 0;
   for (int d = 0; d < ndim; ++d) {
     if (sizes[d] >= 2) {
-      int k = n++;
-      for (; k > 0 && strides[perm[k - 1]] > strides[d]; --k) {
-        perm[k] = perm[k - 1];
-      }
-      perm[k] = d;
+      dims[n++] = d;
     }
   }
-  int64_t expected = 1;
-  for (int k = 0; k < n; ++k) {
-    if (strides[perm[k]] != expected) {
-      return false;
-    }
-    expected *= sizes[perm[k]];
-  }
-  return true;
+  sort_dims(dims, n, [&](int x, int y) { return strides[x] < strides[y]; });
+  return dense_in_order(dims, n, sizes, strides);
 }
 
 }  // namespace layout_detail

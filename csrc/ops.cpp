@@ -72,6 +72,7 @@ void check_inputs(const char* op, const at::Tensor& a, const at::Tensor& b) {
   check_dtype(op, "a", a);
   check_dtype(op, "b", b);
   check_same(op, "a", a, "b", b);
+  check_rank(op, a);
 }
 
 // out may be exactly an input (same memory, same strides: every element is
@@ -130,7 +131,6 @@ BinaryLayout layout_of(const char* op, const at::Tensor& out, const at::Tensor& 
 at::Tensor binary_functional(const char* op, const at::Tensor& a, const at::Tensor& b,
                              BinaryOpKind kind, double c, BinaryLauncher launch, EmptyLike empty) {
   check_inputs(op, a, b);
-  check_rank(op, a);
   // The strides torch.mul(a, b) would have; the fake kernel in
   // extension_cpp/ops.py returns exactly these.
   int64_t strides[kMaxInputDims];
@@ -146,7 +146,6 @@ at::Tensor binary_functional(const char* op, const at::Tensor& a, const at::Tens
 void binary_out(const char* op, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
                 BinaryOpKind kind, double c, BinaryLauncher launch) {
   check_inputs(op, a, b);
-  check_rank(op, a);
   check_dtype(op, "out", out);
   check_same(op, "out", out, "a", a);
   TORCH_CHECK(provably_non_overlapping(out), op,
