@@ -391,19 +391,22 @@ void tiled_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const Binar
   const int64_t t1 = std::min(n1, kTileElems / t0);
   const int64_t tiles0 = (n0 + t0 - 1) / t0, tiles1 = (n1 + t1 - 1) / t1;
   const int64_t outer = l.numel / (n0 * n1);  // product of dimensions 2 and up
-  const bool buffer_a = transposed_input(l, 1), buffer_b = transposed_input(l, 2);
   const int64_t grain = std::max<int64_t>(1, kGrainSize / (t0 * t1));
+  // Per operand (0: out, 1: a, 2: b): whether it is read through a buffer,
+  // and its step along dimension 0 in what the run loop reads.
+  const bool buffered[3] = {false, transposed_input(l, 1), transposed_input(l, 2)};
+  const scalar_t* inputs[3] = {nullptr, a, b};
+  const int64_t step[3] = {1, buffered[1] ? 1 : l.strides[1][0], buffered[2] ? 1 : l.strides[2][0]};
   // When a tile spans all of dimension 0 and out and every unbuffered input
   // continue from one row to the next (a channels_last input read into the
   // layout of a contiguous one, say), its rows form one run.
   auto continues = [&](int t) {
-    const bool buffered_t = t == 1 ? buffer_a : t == 2 && buffer_b;
-    return buffered_t || (l.strides[t][0] == 1 && l.strides[t][1] == n0) ||
+    return buffered[t] || (l.strides[t][0] == 1 && l.strides[t][1] == n0) ||
            (l.strides[t][0] == 0 && l.strides[t][1] == 0);
   };
   const bool whole_rows = t0 == n0 && continues(0) && continues(1) && continues(2);
   at::parallel_for(0, outer * tiles1 * tiles0, grain, [&](int64_t begin, int64_t end) {
-    scalar_t buf_a[kTileElems], buf_b[kTileElems];
+    scalar_t buf[2][kTileElems];  // buf[t - 1] holds input t's tile
     for (int64_t tile = begin; tile < end; ++tile) {
       // Which tile: dimension 0 fastest, then 1, then the outer dimensions.
       const int64_t j0 = (tile % tiles0) * t0;
@@ -418,37 +421,33 @@ void tiled_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const Binar
         }
       }
       const int64_t m0 = std::min(t0, n0 - j0), m1 = std::min(t1, n1 - j1);
-      const scalar_t* inputs[2] = {a, b};
-      scalar_t* bufs[2] = {buf_a, buf_b};
-      const bool buffered[2] = {buffer_a, buffer_b};
-      for (int t = 0; t < 2; ++t) {
+      for (int t = 1; t < 3; ++t) {
         if (!buffered[t]) {
           continue;
         }
         // Rows of the input (stride 1 along dimension 1) into columns of the
         // buffer, which is laid out as the tile of the output: m1 rows of m0.
-        const int64_t s0 = l.strides[t + 1][0];
-        const scalar_t* src = inputs[t] + base[t + 1] + j0 * s0 + j1;
+        const int64_t s0 = l.strides[t][0];
+        const scalar_t* src = inputs[t] + base[t] + j0 * s0 + j1;
         for (int64_t i0 = 0; i0 < m0; ++i0) {
           for (int64_t i1 = 0; i1 < m1; ++i1) {
-            bufs[t][i1 * m0 + i0] = src[i0 * s0 + i1];
+            buf[t - 1][i1 * m0 + i0] = src[i0 * s0 + i1];
           }
         }
       }
-      const int64_t sa = buffer_a ? 1 : l.strides[1][0];
-      const int64_t sb = buffer_b ? 1 : l.strides[2][0];
       auto row_of = [&](int t, int64_t i1) {  // row i1 of the tile, in input t or its buffer
-        return buffered[t - 1]
-                   ? bufs[t - 1] + i1 * m0
-                   : inputs[t - 1] + base[t] + (j1 + i1) * l.strides[t][1] + j0 * l.strides[t][0];
+        return buffered[t]
+                   ? buf[t - 1] + i1 * m0
+                   : inputs[t] + base[t] + (j1 + i1) * l.strides[t][1] + j0 * l.strides[t][0];
       };
       scalar_t* out_tile = out + base[0] + j1 * l.strides[0][1] + j0;
       if (whole_rows) {  // the tile is one dense run in out, the buffers and the other input
-        run_fn(out_tile, row_of(1, 0), row_of(2, 0), m0 * m1, sa, sb, op);
+        run_fn(out_tile, row_of(1, 0), row_of(2, 0), m0 * m1, step[1], step[2], op);
         continue;
       }
       for (int64_t i1 = 0; i1 < m1; ++i1) {
-        run_fn(out_tile + i1 * l.strides[0][1], row_of(1, i1), row_of(2, i1), m0, sa, sb, op);
+        run_fn(out_tile + i1 * l.strides[0][1], row_of(1, i1), row_of(2, i1), m0, step[1], step[2],
+               op);
       }
     }
   });
