@@ -84,6 +84,10 @@ def run(rank, backend, init_file, result_file):
     if rank == 0:
         with open(result_file, "w") as f:
             json.dump(results, f, indent=1)
+    # Both ranks finish their collectives before either tears gloo down: a
+    # rank that destroyed its group while the other was still in one aborted
+    # ("terminate called without an active exception") now and then.
+    dist.barrier()
     dist.destroy_process_group()
 
 
