@@ -16,6 +16,7 @@ layouts, >= 0.85 for the rest.
 
 import argparse
 import datetime
+import math
 import os
 import sys
 import warnings
@@ -109,6 +110,11 @@ def candidates(a, b) -> dict:
     return fns
 
 
+def stored_elements(x: torch.Tensor) -> int:
+    """Distinct elements x reads: its size, less the dimensions it repeats (stride 0)."""
+    return math.prod(n for n, s in zip(x.shape, x.stride()) if s != 0)
+
+
 def copy_us(n: int, dtype, device: str, sync) -> float:
     """A device copy of n elements: the bandwidth our ops are held against."""
     src = torch.randn(n, device=device).to(dtype)
@@ -123,7 +129,7 @@ def sweep(device: str, threads: int, only=None) -> list:
     rows = []
     for dtype_name in DTYPES:
         dtype = getattr(torch, dtype_name)
-        copy = copy_us(2**n_log2, dtype, device, sync)
+        copy = copy_us(2**n_log2, dtype, device, sync)  # of one size: scaled per layout below
         for name, make in layouts(n_log2).items():
             if only and not any(word in name for word in only):
                 continue
@@ -131,10 +137,26 @@ def sweep(device: str, threads: int, only=None) -> list:
             a, b = make(dtype=dtype, device=device)
             fns = candidates(a, b)
             t = measure(fns, rounds=15, calls=10 if device == "cuda" else 3, sync=sync)
-            rows.append((dtype_name, name, t, copy, a.numel() * a.element_size()))
+            # A copy of 2^n elements reads and writes 2 * 2^n; the op writes
+            # 2^n and reads each input element once (a broadcast input's
+            # stored elements only), so it moves `traffic` times the copy's.
+            traffic = (a.numel() + stored_elements(a) + stored_elements(b)) / (2 * a.numel())
+            rows.append((dtype_name, name, t, copy * traffic))
+            # Progress, and the figures so far should the run be cut short.
+            ratios = " ".join(f"{op} {best_ratio(t, op):.2f}" for op in OPS)
+            roof = ""
+            if device == "cuda":
+                roof = f" (mymul {copy * traffic / t[('mymul', 'ours')]:.2f} copy)"
+            print(f"    {dtype_name} {name}: {ratios}{roof}", flush=True)
         print(f"  {device}, {threads} thread(s), {dtype_name}: done", flush=True)
     torch.set_num_threads(1)
     return rows
+
+
+def best_ratio(t: dict, op: str) -> float:
+    """The fastest PyTorch implementation of `op` over ours (> 1: ours is faster)."""
+    others = [v for k, v in t.items() if k[0] == op and k[1] != "ours"]
+    return min(others) / t[(op, "ours")]
 
 
 def table(device: str, threads: int, rows: list) -> list:
@@ -151,12 +173,12 @@ def table(device: str, threads: int, rows: list) -> list:
         "|---|---|---|---|---|---|---|",
     ]
     worst = []
-    for dtype, name, t, copy, _ in rows:
+    for dtype, name, t, copy in rows:
         cells = []
         for op in OPS:
             ours = t[(op, "ours")]
             others = {k[1]: v for k, v in t.items() if k[0] == op and k[1] != "ours"}
-            best = min(others.values()) / ours
+            best = best_ratio(t, op)
             detail = f"{others['eager'] / ours:.2f}"
             if "compile" in others:
                 detail += f" / {others['compile'] / ours:.2f}"

@@ -1,0 +1,114 @@
+"""Every kernel path of both backends, at sizes that reach it.
+
+The conformance layouts in cases.py are small. The backends pick a loop by
+layout and size: on CUDA (csrc/cuda/ops_cuda.cu) the vectorised contiguous
+kernel, the row kernel (its vector and its coalesced scalar branch), the
+tiled kernel (one input staged or both) and the per-element strided kernel;
+on the CPU (csrc/cpu/elementwise_cpu.h) the dense, strided and tiled loops.
+Each case below is built to land on one of them, with odd sizes so that
+partial vectors, row tails and partial tiles occur. Outputs are poisoned
+with NaN before the call (myadd_out's directly; the functional ops' by
+freeing a NaN-filled block of the same size just before, which the caching
+allocator hands back), so an element a kernel skips fails the comparison.
+"""
+
+import pytest
+import torch
+
+import extension_cpp
+
+from .cases import DTYPES, OPS, TOLERANCES, devices, dtype_id
+
+
+def _randn(*shape, **kw):
+    return torch.randn(*shape, **kw)
+
+
+# name -> factory(dtype, device) of (a, b), and for myadd_out an optional
+# output layout (None: contiguous).
+PATHS = {
+    # CUDA contiguous kernel: 16-byte vectors plus a remainder.
+    "contiguous-odd": lambda **kw: (_randn(70001, **kw), _randn(70001, **kw)),
+    # Row kernel, vector branch: dense rows, a stride-0 input, rows of 3001
+    # (3 chunks of 1024 float32 elements, the last partial; a row tail).
+    "rows-broadcast-row": lambda **kw: (
+        _randn(1, 3001, **kw).expand(67, 3001),
+        _randn(67, 3001, **kw),
+    ),
+    "rows-broadcast-col": lambda **kw: (
+        _randn(67, 3000, **kw),
+        _randn(67, 1, **kw).expand(67, 3000),
+    ),
+    # Row kernel, both branches in one launch: rows of 3001 in a storage of
+    # 3002, so some rows start aligned and most do not.
+    "rows-row-sliced": lambda **kw: (_randn(67, 3002, **kw)[:, 1:], _randn(67, 3002, **kw)[:, 1:]),
+    # Row kernel, scalar branch: inner stride 2, and a misaligned 1-D run.
+    "rows-step-sliced": lambda **kw: (_randn(41, 6002, **kw)[:, ::2], _randn(41, 3001, **kw)),
+    "rows-offset-1d": lambda **kw: (_randn(200002, **kw)[1:], _randn(200002, **kw)[1:]),
+    # Per-element strided kernel: rows too short for the row kernel.
+    "strided-short-rows": lambda **kw: (_randn(3001, 14, **kw)[:, ::2], _randn(3001, 7, **kw)),
+    # Tiled kernel: one input transposed, partial tiles on both edges.
+    "tiled-one-transposed": lambda **kw: (_randn(67, 1001, **kw), _randn(1001, 67, **kw).t()),
+    # Tiled kernel with a batch dimension, and with a transposed broadcast.
+    "tiled-batched": lambda **kw: (
+        _randn(5, 67, 45, **kw),
+        _randn(5, 45, 67, **kw).transpose(1, 2),
+    ),
+    "tiled-with-broadcast": lambda **kw: (
+        _randn(1, 45, **kw).expand(67, 45),
+        _randn(45, 67, **kw).t(),
+    ),
+    # Tiled kernel with a narrow tile: the output's fastest dimension has 3
+    # elements (a tile of 4 by 256).
+    "tiled-narrow": lambda **kw: (
+        _randn(1000, 251, 3, **kw).permute(2, 0, 1),
+        _randn(3, 1000, 251, **kw),
+    ),
+}
+
+# myadd_out writes into a contiguous output whatever the inputs: with both
+# inputs transposed, both are staged through shared memory.
+OUT_PATHS = {
+    "tiled-both-staged": lambda **kw: (_randn(1001, 67, **kw).t(), _randn(1001, 67, **kw).t()),
+    "rows-into-sliced-out": lambda **kw: (_randn(67, 3001, **kw), _randn(67, 3001, **kw)),
+}
+
+
+def _poisoned_allocation(like: torch.Tensor) -> None:
+    """Fills, then frees, a block of the output's size, so that the next
+    allocation of that size starts as NaN rather than as zeros."""
+    block = torch.full((like.numel(),), float("nan"), dtype=like.dtype, device=like.device)
+    del block
+
+
+def _check(op_name, out, a, b):
+    op = OPS[op_name]
+    tol = dict(rtol=0, atol=0) if op.exact else TOLERANCES[a.dtype]
+    torch.testing.assert_close(out, op.reference(a, b), **tol)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("op_name", ["mymuladd", "mymul"])
+def test_functional_op_on_each_path(op_name, device, dtype, path):
+    a, b = PATHS[path](dtype=dtype, device=device)
+    _poisoned_allocation(a)
+    out = OPS[op_name].call(a, b)
+    assert out.stride() == torch.mul(a, b).stride()
+    _check(op_name, out, a, b)
+
+
+@pytest.mark.parametrize("path", [*PATHS, *OUT_PATHS])
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("device", devices())
+def test_myadd_out_on_each_path(device, dtype, path):
+    a, b = {**PATHS, **OUT_PATHS}[path](dtype=dtype, device=device)
+    if path == "rows-into-sliced-out":
+        # Every other column of a wider tensor: output stride 2 along rows.
+        out = torch.full((a.shape[0], 2 * a.shape[1]), float("nan"), dtype=dtype, device=device)
+        out = out[:, ::2]
+    else:
+        out = torch.full(a.shape, float("nan"), dtype=dtype, device=device)
+    extension_cpp.myadd_out(a, b, out)
+    _check("myadd_out", out, a, b)
