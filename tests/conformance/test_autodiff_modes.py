@@ -161,6 +161,12 @@ COMPILED_MODES = ["jvp", "jvp-a-only", "jacfwd", "vmap"]
 @pytest.mark.parametrize("device", devices())
 @pytest.mark.parametrize("op_name", list(OURS))
 def test_compiled_mode_matches_torch(op_name, device, mode):
+    if mode == "jacfwd" and torch.torch_version.TorchVersion(torch.__version__) < (2, 14):
+        # Seen on torch 2.11 (the GPU machine): Dynamo cannot trace jacfwd's
+        # own basis (torch/_functorch/eager_transforms.py fills
+        # chunk.diagonal(offset) with a data-dependent offset) whatever the
+        # function is. torch 2.14 traces it.
+        pytest.skip("torch < 2.14: Dynamo cannot trace func.jacfwd's basis construction")
     # vmap: b's batch dimension is its last one.
     vmap = lambda f, a, b, ta, tb: func.vmap(f, in_dims=(0, 1))(a, b.t().contiguous())  # noqa: E731
     run = {**MODES, "vmap": vmap}[mode]
