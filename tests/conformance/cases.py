@@ -170,6 +170,14 @@ OPS = {
 
 FUNCTIONAL_OPS = ["mymuladd", "mymul"]
 
+
+def assert_matches_reference(op: Op, out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
+    """out equals op's reference on (a, b): bit for bit where op.exact, else
+    within the dtype's tolerance."""
+    tol = dict(rtol=0, atol=0) if op.exact else TOLERANCES[a.dtype]
+    torch.testing.assert_close(out, op.reference(a, b), **tol)
+
+
 # The functional ops as functions of (a, b), beside the same expression in
 # plain torch ops (differentiable and autocast-aware, unlike Op.reference,
 # which rounds once from float64): what the autodiff-mode, vmap and autocast

@@ -5,13 +5,16 @@ import torch
 
 import extension_cpp
 
-from .cases import DTYPES, FUNCTIONAL_OPS, LAYOUTS, OPS, TOLERANCES, devices, dtype_id, make_inputs
-
-
-def assert_matches_reference(op, out, a, b):
-    expected = op.reference(a, b)
-    tol = dict(rtol=0, atol=0) if op.exact else TOLERANCES[a.dtype]
-    torch.testing.assert_close(out, expected, **tol)
+from .cases import (
+    DTYPES,
+    FUNCTIONAL_OPS,
+    LAYOUTS,
+    OPS,
+    assert_matches_reference,
+    devices,
+    dtype_id,
+    make_inputs,
+)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

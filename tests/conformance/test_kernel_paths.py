@@ -17,7 +17,7 @@ import torch
 
 import extension_cpp
 
-from .cases import DTYPES, OPS, TOLERANCES, devices, dtype_id
+from .cases import DTYPES, OPS, assert_matches_reference, devices, dtype_id
 
 
 def _randn(*shape, **kw):
@@ -81,12 +81,6 @@ def _poisoned_allocation(like: torch.Tensor) -> None:
     del block
 
 
-def _check(op_name, out, a, b):
-    op = OPS[op_name]
-    tol = dict(rtol=0, atol=0) if op.exact else TOLERANCES[a.dtype]
-    torch.testing.assert_close(out, op.reference(a, b), **tol)
-
-
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
 @pytest.mark.parametrize("device", devices())
@@ -96,7 +90,7 @@ def test_functional_op_on_each_path(op_name, device, dtype, path):
     _poisoned_allocation(a)
     out = OPS[op_name].call(a, b)
     assert out.stride() == torch.mul(a, b).stride()
-    _check(op_name, out, a, b)
+    assert_matches_reference(OPS[op_name], out, a, b)
 
 
 @pytest.mark.parametrize("path", [*PATHS, *OUT_PATHS])
@@ -111,4 +105,4 @@ def test_myadd_out_on_each_path(device, dtype, path):
     else:
         out = torch.full(a.shape, float("nan"), dtype=dtype, device=device)
     extension_cpp.myadd_out(a, b, out)
-    _check("myadd_out", out, a, b)
+    assert_matches_reference(OPS["myadd_out"], out, a, b)
