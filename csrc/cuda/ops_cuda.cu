@@ -8,7 +8,8 @@
 //     loads and stores, one vector per thread.
 //   * tiled_kernel: an input transposed against the output (use_tiles). A
 //     block reads a tile of it along its own rows into shared memory, then
-//     writes the output along its rows: both sides coalesced.
+//     writes the output along its rows: both sides coalesced, two elements
+//     per access where sizes and alignment allow.
 //   * rows_kernel: rows (the output's fastest dimension) of at least half a
 //     block's chunk: slices, broadcasts, a misaligned start. A block takes
 //     one chunk of one row, so offsets are computed once per thread, and
@@ -346,12 +347,11 @@ void launch_rows(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bina
 // ---------------------------------------------------------------------------
 
 // A tile is t0 x t1 elements of dimensions 0 and 1, both powers of two, t0 <=
-// 32, t0 * t1 <= kTileCells, kTileCells / kThreads elements per thread. A
-// transposed input is read along its own rows (dimension 1) into shared
-// memory, and the output written along its rows (dimension 0); an input
-// dense along dimension 0 is read directly. Every global load of a tile is
-// issued before the barrier. Shared memory index idx is stored at idx +
-// idx / 32: reading a column then touches each bank once for every t0.
+// 32, t0 * t1 <= kCells (kTileCells), kCells / kThreads elements per thread.
+// A transposed input is read along its own rows (dimension 1) into shared
+// memory, and the output written along its rows (dimension 0); an input dense
+// along dimension 0 is read directly. Every global load of a tile is issued
+// before the barrier.
 constexpr int kTileCells = 1024;
 
 struct TileShape {
@@ -361,93 +361,145 @@ struct TileShape {
   FastDivisor sizes[kMaxDims - 2];  // sizes of dimensions 2..
 };
 
-__device__ __forceinline__ uint32_t padded(uint32_t idx) { return idx + (idx >> 5); }
+// Shared-memory index idx is stored at idx + idx / (kCells / 32): one pad word
+// per 32nd of the tile. A warp reading a column of the staged tile (writing
+// order: consecutive threads along dimension 0, t0 * t1 = kCells) then touches
+// each bank once, and a warp writing a row of it (staging order, t1 >= 32
+// consecutive elements) does too.
+template <int kCells>
+__device__ __forceinline__ uint32_t padded(uint32_t idx) {
+  constexpr int kShift = kCells == 1024 ? 5 : (kCells == 2048 ? 6 : 7);
+  static_assert(kCells >> kShift == 32, "kCells must be 1024, 2048 or 4096");
+  return idx + (idx >> kShift);
+}
 
 // One tile per block. The block's tile index is split into its position
 // with the 32-bit divisors: int64_t divisions here, once per block, took more
 // time than the tile's loads and stores (measured on an H100, 2^24 float32
 // elements: 114 us against a 71 us copy).
-template <typename scalar_t, typename Op, bool kStageA, bool kStageB>
+//
+// kVec consecutive elements per access: along dimension 1 for a staged input,
+// along dimension 0 for a direct input and the output (vector_tiles_ok says
+// when every such run is whole and aligned).
+template <typename scalar_t, typename Op, int kCells, int kVec, bool kStageA, bool kStageB>
 __global__ void __launch_bounds__(kThreads, 4)
     tiled_kernel(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout l,
                  const TileShape shape, Op op) {
   using T = at::opmath_type<scalar_t>;
-  constexpr int kPerThread = kTileCells / kThreads;
+  using V = Vec<scalar_t, kVec>;
+  constexpr int kLog2Vec = kVec == 1 ? 0 : (kVec == 2 ? 1 : 2);
+  constexpr int kPerThread = kCells / kThreads / kVec;
   constexpr int kStaged = (kStageA ? 1 : 0) + (kStageB ? 1 : 0);
-  __shared__ T stage[kStaged][kTileCells + kTileCells / 32];
-  const uint32_t t0 = 1u << shape.log2_t0, t1 = 1u << shape.log2_t1, cells = t0 * t1;
-  {
-    const uint32_t q0 = shape.tiles0.div(blockIdx.x);
-    const uint32_t q1 = shape.tiles1.div(q0);
-    const int64_t j0 = static_cast<int64_t>(blockIdx.x - q0 * shape.tiles0.divisor) * t0;
-    const int64_t j1 = static_cast<int64_t>(q0 - q1 * shape.tiles1.divisor) * t1;
-    int64_t base[3];
+  __shared__ T stage[kStaged][kCells + 32];
+  const uint32_t t0 = 1u << shape.log2_t0, t1 = 1u << shape.log2_t1;
+  const uint32_t vectors = (t0 * t1) >> kLog2Vec;
+  const uint32_t q0 = shape.tiles0.div(blockIdx.x);
+  const uint32_t q1 = shape.tiles1.div(q0);
+  const int64_t j0 = static_cast<int64_t>(blockIdx.x - q0 * shape.tiles0.divisor) * t0;
+  const int64_t j1 = static_cast<int64_t>(q0 - q1 * shape.tiles1.divisor) * t1;
+  int64_t base[3];
+  for (int t = 0; t < 3; ++t) {
+    base[t] = j0 * l.strides[t][0] + j1 * l.strides[t][1];
+  }
+  uint32_t rest = q1;
+#pragma unroll
+  for (int d = 2; d < kMaxDims; ++d) {
+    if (d >= l.ndim) {
+      break;
+    }
+    const uint32_t q = shape.sizes[d - 2].div(rest);
+    const int64_t i = rest - q * shape.sizes[d - 2].divisor;
+    rest = q;
     for (int t = 0; t < 3; ++t) {
-      base[t] = j0 * l.strides[t][0] + j1 * l.strides[t][1];
+      base[t] += i * l.strides[t][d];
     }
-    uint32_t rest = q1;
-#pragma unroll
-    for (int d = 2; d < kMaxDims; ++d) {
-      if (d >= l.ndim) {
-        break;
-      }
-      const uint32_t q = shape.sizes[d - 2].div(rest);
-      const int64_t i = rest - q * shape.sizes[d - 2].divisor;
-      rest = q;
-      for (int t = 0; t < 3; ++t) {
-        base[t] += i * l.strides[t][d];
-      }
+  }
+  const uint32_t m0 = static_cast<uint32_t>(std::min<int64_t>(t0, shape.n0 - j0));
+  const uint32_t m1 = static_cast<uint32_t>(std::min<int64_t>(t1, shape.n1 - j1));
+  const scalar_t* pa = a + base[1];
+  const scalar_t* pb = b + base[2];
+  // Access c of the block, in staging order (consecutive threads along
+  // dimension 1, a staged input's rows) and in writing order (along
+  // dimension 0, as the output is written).
+  auto staging = [&](uint32_t c, uint32_t& r0, uint32_t& r1) {
+    r0 = c >> (shape.log2_t1 - kLog2Vec);
+    r1 = (c & ((t1 >> kLog2Vec) - 1)) << kLog2Vec;
+  };
+  auto writing = [&](uint32_t c, uint32_t& w0, uint32_t& w1) {
+    w0 = (c & ((t0 >> kLog2Vec) - 1)) << kLog2Vec;
+    w1 = c >> (shape.log2_t0 - kLog2Vec);
+  };
+  auto load = [](const scalar_t* p) {
+    if constexpr (kVec == 1) {
+      V v;
+      v.v[0] = *p;
+      return v;
+    } else {
+      return *reinterpret_cast<const V*>(p);
     }
-    const uint32_t m0 = static_cast<uint32_t>(std::min<int64_t>(t0, shape.n0 - j0));
-    const uint32_t m1 = static_cast<uint32_t>(std::min<int64_t>(t1, shape.n1 - j1));
-    const scalar_t* pa = a + base[1];
-    const scalar_t* pb = b + base[2];
-    // Loads. Staged inputs: consecutive threads along dimension 1, their
-    // rows (stride 1 there, transposed_input). Direct inputs: consecutive
-    // threads along dimension 0, as the output is written.
-    T sa[kPerThread], sb[kPerThread], da[kPerThread], db[kPerThread];
+  };
+  // Every global load of the tile first.
+  V sa[kPerThread], sb[kPerThread], da[kPerThread], db[kPerThread];
 #pragma unroll
-    for (int k = 0; k < kPerThread; ++k) {
-      const uint32_t c = threadIdx.x + k * kThreads;
-      const uint32_t r0 = c >> shape.log2_t1, r1 = c & (t1 - 1);  // staging order
-      const uint32_t w0 = c & (t0 - 1), w1 = c >> shape.log2_t0;  // writing order
-      const bool r_in = c < cells && r0 < m0 && r1 < m1;
-      const bool w_in = c < cells && w0 < m0 && w1 < m1;
-      if (kStageA && r_in) {
-        sa[k] = static_cast<T>(pa[r0 * l.strides[1][0] + r1]);
-      }
-      if (!kStageA && w_in) {
-        da[k] = static_cast<T>(pa[w0 * l.strides[1][0] + w1 * l.strides[1][1]]);
-      }
-      if (kStageB && r_in) {
-        sb[k] = static_cast<T>(pb[r0 * l.strides[2][0] + r1]);
-      }
-      if (!kStageB && w_in) {
-        db[k] = static_cast<T>(pb[w0 * l.strides[2][0] + w1 * l.strides[2][1]]);
-      }
+  for (int k = 0; k < kPerThread; ++k) {
+    const uint32_t c = threadIdx.x + k * kThreads;
+    uint32_t r0, r1, w0, w1;
+    staging(c, r0, r1);
+    writing(c, w0, w1);
+    const bool r_in = c < vectors && r0 < m0 && r1 < m1;
+    const bool w_in = c < vectors && w0 < m0 && w1 < m1;
+    if (kStageA && r_in) {
+      sa[k] = load(pa + r0 * l.strides[1][0] + r1);
     }
+    if (!kStageA && w_in) {
+      da[k] = kVec == 1 ? load(pa + w0 * l.strides[1][0] + w1 * l.strides[1][1])
+                        : load(pa + w0 + w1 * l.strides[1][1]);
+    }
+    if (kStageB && r_in) {
+      sb[k] = load(pb + r0 * l.strides[2][0] + r1);
+    }
+    if (!kStageB && w_in) {
+      db[k] = kVec == 1 ? load(pb + w0 * l.strides[2][0] + w1 * l.strides[2][1])
+                        : load(pb + w0 + w1 * l.strides[2][1]);
+    }
+  }
 #pragma unroll
-    for (int k = 0; k < kPerThread; ++k) {
-      const uint32_t c = threadIdx.x + k * kThreads;
-      const uint32_t r0 = c >> shape.log2_t1, r1 = c & (t1 - 1);
-      if (c < cells && r0 < m0 && r1 < m1) {
+  for (int k = 0; k < kPerThread; ++k) {
+    const uint32_t c = threadIdx.x + k * kThreads;
+    uint32_t r0, r1;
+    staging(c, r0, r1);
+    if (c < vectors && r0 < m0 && r1 < m1) {
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) {
         if (kStageA) {
-          stage[0][padded(r0 * t1 + r1)] = sa[k];
+          stage[0][padded<kCells>(r0 * t1 + r1 + v)] = static_cast<T>(sa[k].v[v]);
         }
         if (kStageB) {
-          stage[kStaged - 1][padded(r0 * t1 + r1)] = sb[k];
+          stage[kStaged - 1][padded<kCells>(r0 * t1 + r1 + v)] = static_cast<T>(sb[k].v[v]);
         }
       }
     }
-    __syncthreads();
+  }
+  __syncthreads();
 #pragma unroll
-    for (int k = 0; k < kPerThread; ++k) {
-      const uint32_t c = threadIdx.x + k * kThreads;
-      const uint32_t w0 = c & (t0 - 1), w1 = c >> shape.log2_t0;
-      if (c < cells && w0 < m0 && w1 < m1) {
-        const T x = kStageA ? stage[0][padded(w0 * t1 + w1)] : da[k];
-        const T y = kStageB ? stage[kStaged - 1][padded(w0 * t1 + w1)] : db[k];
-        out[base[0] + w0 + w1 * l.strides[0][1]] = static_cast<scalar_t>(op(x, y));
+  for (int k = 0; k < kPerThread; ++k) {
+    const uint32_t c = threadIdx.x + k * kThreads;
+    uint32_t w0, w1;
+    writing(c, w0, w1);
+    if (c < vectors && w0 < m0 && w1 < m1) {
+      V r;
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) {
+        const uint32_t at = padded<kCells>((w0 + v) * t1 + w1);
+        const T x = kStageA ? stage[0][at] : static_cast<T>(da[k].v[v]);
+        const T y = kStageB ? stage[kStaged - 1][at] : static_cast<T>(db[k].v[v]);
+        r.v[v] = static_cast<scalar_t>(op(x, y));
+      }
+      scalar_t* po = out + base[0] + w0 + w1 * l.strides[0][1];
+      if constexpr (kVec == 1) {
+        *po = r.v[0];
+      } else {
+        *reinterpret_cast<V*>(po) = r;
       }
     }
   }
@@ -461,18 +513,47 @@ int log2_ceil(int64_t n) {
   return k;
 }
 
-template <typename scalar_t, typename Op>
+// True when the tiled kernel may move kVec elements per access: every run
+// it reads or writes is whole (sizes of dimensions 0 and 1 divisible by
+// kVec) and starts aligned (the pointers, and every stride but the one along
+// the run, divisible by kVec), and no input is repeated along dimension 0.
+template <typename scalar_t>
+bool vector_tiles_ok(const scalar_t* out, const scalar_t* a, const scalar_t* b,
+                     const BinaryLayout& l, int vec) {
+  if (l.sizes[0] % vec != 0 || l.sizes[1] % vec != 0) {
+    return false;
+  }
+  const scalar_t* ptrs[3] = {out, a, b};
+  for (int t = 0; t < 3; ++t) {
+    if (!aligned_to(ptrs[t], vec * sizeof(scalar_t))) {
+      return false;
+    }
+    const int run = transposed_input(l, t) ? 1 : 0;  // the dimension of stride 1
+    if (l.strides[t][run] != 1) {
+      return false;
+    }
+    for (int d = 0; d < l.ndim; ++d) {
+      if (d != run && l.strides[t][d] % vec != 0) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+template <typename scalar_t, typename Op, int kCells, int kVec>
 void launch_tiled(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout& l, Op op,
                   const c10::cuda::CUDAStream& stream) {
   TileShape shape;
   shape.n0 = l.sizes[0];
   shape.n1 = l.sizes[1];
-  shape.log2_t0 = std::min(log2_ceil(shape.n0), 5);
-  shape.log2_t1 = std::min(log2_ceil(shape.n1), log2_ceil(kTileCells) - shape.log2_t0);
+  shape.log2_t0 = std::max(std::min(log2_ceil(shape.n0), 5), log2_ceil(kVec));
+  shape.log2_t1 =
+      std::max(std::min(log2_ceil(shape.n1), log2_ceil(kCells) - shape.log2_t0), log2_ceil(kVec));
   const int64_t t0 = int64_t{1} << shape.log2_t0, t1 = int64_t{1} << shape.log2_t1;
   const int64_t tiles0 = (shape.n0 + t0 - 1) / t0, tiles1 = (shape.n1 + t1 - 1) / t1;
   const int64_t count = tiles0 * tiles1 * (l.numel / (shape.n0 * shape.n1));
-  // A tile holds up to kTileCells elements: 2^31 tiles would be 2^41 elements.
+  // A tile holds up to kCells elements: 2^31 tiles would be 2^41 elements.
   TORCH_INTERNAL_ASSERT(count < (int64_t{1} << 31), "too many tiles: ", count);
   shape.tiles0 = FastDivisor(static_cast<uint32_t>(tiles0));
   shape.tiles1 = FastDivisor(static_cast<uint32_t>(tiles1));
@@ -482,14 +563,32 @@ void launch_tiled(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bin
   const int64_t blocks = count;
   const bool stage_a = transposed_input(l, 1), stage_b = transposed_input(l, 2);
   if (stage_a && stage_b) {
-    tiled_kernel<scalar_t, Op, true, true>
+    tiled_kernel<scalar_t, Op, kCells, kVec, true, true>
         <<<blocks, kThreads, 0, stream>>>(out, a, b, l, shape, op);
   } else if (stage_a) {
-    tiled_kernel<scalar_t, Op, true, false>
+    tiled_kernel<scalar_t, Op, kCells, kVec, true, false>
         <<<blocks, kThreads, 0, stream>>>(out, a, b, l, shape, op);
   } else {
-    tiled_kernel<scalar_t, Op, false, true>
+    tiled_kernel<scalar_t, Op, kCells, kVec, false, true>
         <<<blocks, kThreads, 0, stream>>>(out, a, b, l, shape, op);
+  }
+}
+
+// Two elements per access where vector_tiles_ok allows, one otherwise.
+// Measured on an H100 (scripts/bench_layouts.py, 2^24 elements, mymul, as a
+// fraction of a device copy; one element -> two): one input transposed,
+// float32 0.86 -> 0.99, bfloat16 0.57 -> 0.79, float16 0.57 -> 0.88; the
+// permuted 3-D layout 0.93 -> 1.07, 0.62 -> 0.87, 0.62 -> 0.93. The kernel was
+// bound by its load and store instructions, not by bytes in flight: twice the
+// elements per thread with one element per access (2048-element tiles) gave
+// 0.67-0.69 in half precision, and 4096 elements 0.43-0.46.
+template <typename scalar_t, typename Op>
+void launch_tiled(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout& l, Op op,
+                  const c10::cuda::CUDAStream& stream) {
+  if (vector_tiles_ok(out, a, b, l, 2)) {
+    launch_tiled<scalar_t, Op, kTileCells, 2>(out, a, b, l, op, stream);
+  } else {
+    launch_tiled<scalar_t, Op, kTileCells, 1>(out, a, b, l, op, stream);
   }
 }
 

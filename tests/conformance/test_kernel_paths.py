@@ -64,12 +64,31 @@ PATHS = {
         _randn(1000, 251, 3, **kw).permute(2, 0, 1),
         _randn(3, 1000, 251, **kw),
     ),
+    # Tiled kernel, two elements per access (even sizes and strides, aligned
+    # storage; vector_tiles_ok), partial tiles on both edges, a narrow tile,
+    # and a misaligned input that falls back to one element per access.
+    "tiled-pairs-one-transposed": lambda **kw: (
+        _randn(66, 1000, **kw),
+        _randn(1000, 66, **kw).t(),
+    ),
+    "tiled-pairs-narrow": lambda **kw: (
+        _randn(1000, 250, 4, **kw).permute(2, 0, 1),
+        _randn(4, 1000, 250, **kw),
+    ),
+    "tiled-pairs-misaligned": lambda **kw: (
+        _randn(66, 1000, **kw),
+        _randn(1000 * 66 + 1, **kw)[1:].view(1000, 66).t(),
+    ),
 }
 
 # myadd_out writes into a contiguous output whatever the inputs: with both
 # inputs transposed, both are staged through shared memory.
 OUT_PATHS = {
     "tiled-both-staged": lambda **kw: (_randn(1001, 67, **kw).t(), _randn(1001, 67, **kw).t()),
+    "tiled-pairs-both-staged": lambda **kw: (
+        _randn(1000, 66, **kw).t(),
+        _randn(1000, 66, **kw).t(),
+    ),
     "rows-into-sliced-out": lambda **kw: (_randn(67, 3001, **kw), _randn(67, 3001, **kw)),
 }
 
