@@ -23,19 +23,6 @@ std::string dtype_name(at::ScalarType t) {
   return "torch." + std::string(c10::getDtypeNames(t).first);
 }
 
-// "[3, 4]", as Python prints list(t.shape). Messages are built from strings
-// only (std::to_string, never operator<< on a number): on our GPU test
-// machine (torch 2.11, g++ 13.3), streaming any integer into a
-// std::ostringstream inside an extension segfaulted, `ss << 5` included,
-// and TORCH_CHECK formats its arguments that way.
-std::string list_str(c10::IntArrayRef values) {
-  std::string s = "[";
-  for (size_t i = 0; i < values.size(); ++i) {
-    s += (i == 0 ? "" : ", ") + std::to_string(values[i]);
-  }
-  return s + "]";
-}
-
 bool is_supported_dtype(at::ScalarType t) {
   return t == at::kHalf || t == at::kBFloat16 || t == at::kFloat || t == at::kDouble;
 }
@@ -59,13 +46,12 @@ void check_same(const char* op, const char* x_name, const at::Tensor& x, const c
               " to have the same dtype, got ", dtype_name(x.scalar_type()), " and ",
               dtype_name(y.scalar_type()));
   TORCH_CHECK(x.sizes() == y.sizes(), op, ": expected ", x_name, " and ", y_name,
-              " to have the same shape, got ", list_str(x.sizes()), " and ", list_str(y.sizes()));
+              " to have the same shape, got ", x.sizes(), " and ", y.sizes());
 }
 
 void check_rank(const char* op, const at::Tensor& a) {
-  TORCH_CHECK(a.dim() <= kMaxInputDims, op, ": tensors with more than ",
-              std::to_string(kMaxInputDims), " dimensions are not supported, got ",
-              std::to_string(a.dim()));
+  TORCH_CHECK(a.dim() <= kMaxInputDims, op, ": tensors with more than ", kMaxInputDims,
+              " dimensions are not supported, got ", a.dim());
 }
 
 void check_inputs(const char* op, const at::Tensor& a, const at::Tensor& b) {
@@ -120,9 +106,9 @@ BinaryLayout layout_of(const char* op, const at::Tensor& out, const at::Tensor& 
   const int64_t* strides[3] = {out.strides().data(), a.strides().data(), b.strides().data()};
   BinaryLayout layout;
   TORCH_CHECK(make_binary_layout(static_cast<int>(a.dim()), a.sizes().data(), strides, &layout), op,
-              ": tensors with more than ", std::to_string(kMaxDims),
-              " non-mergeable dimensions are not supported, got a tensor of shape ",
-              list_str(a.sizes()), " and strides ", list_str(a.strides()));
+              ": tensors with more than ", kMaxDims,
+              " non-mergeable dimensions are not supported, got a tensor of shape ", a.sizes(),
+              " and strides ", a.strides());
   return layout;
 }
 
@@ -151,7 +137,7 @@ void binary_out(const char* op, const at::Tensor& a, const at::Tensor& b, const 
   TORCH_CHECK(provably_non_overlapping(out), op,
               ": expected out to have no internal overlap (each element its own memory location, "
               "unlike an expanded tensor), got strides ",
-              list_str(out.strides()), " for shape ", list_str(out.sizes()));
+              out.strides(), " for shape ", out.sizes());
   check_no_partial_overlap(op, out, "a", a);
   check_no_partial_overlap(op, out, "b", b);
   if (out.numel() > 0) {
