@@ -89,5 +89,6 @@ def test_aoti_package_runs_from_python_and_cpp(device, runner, tmp_path):
         env={"PATH": "/usr/bin:/bin"},
     )
     assert run.returncode == 0, run.stdout + run.stderr
+    print(f"C++ runner ({device}):\n{run.stdout}")  # shown with pytest -s
     assert "output size: 8" in run.stdout
     assert "python in process: no" in run.stdout
