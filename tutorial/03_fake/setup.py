@@ -47,6 +47,10 @@ setup(
             "extension_cpp._C",
             sources,
             extra_compile_args={"cxx": ["-O3"], "nvcc": ["-O3"]},
+            # Keeps a static copy of the C++ runtime, where the toolchain links
+            # one in, private to _C (docs: "A segfault instead of the error
+            # message"); no effect where libstdc++ is a shared library.
+            extra_link_args=["-Wl,--exclude-libs,ALL"],
             # One build for every CPython >= 3.9: _C uses only the limited API
             # (csrc/python_module.cpp), so the file is named _C.abi3.so.
             py_limited_api=True,

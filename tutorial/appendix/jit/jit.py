@@ -27,6 +27,8 @@ def load_op(build_directory=None):
         name="tutorial_jit",
         sources=[SOURCE],
         extra_cflags=["-O2"],
+        # As the checkpoints' setup.py: a static C++ runtime stays private.
+        extra_ldflags=["-Wl,--exclude-libs,ALL"],
         is_python_module=False,
         build_directory=build_directory,
         verbose=False,

@@ -9,24 +9,12 @@
 #include <ATen/ops/empty.h>
 #include <torch/library.h>
 
-#include <string>
-
 namespace tutorial_jit {
-
-// "[3, 4]": formatted with std::to_string, not by streaming sizes into the
-// message (see shape_str in tutorial/02_impl/csrc/checks.h for why).
-std::string shape_str(at::IntArrayRef sizes) {
-  std::string s = "[";
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    s += (i == 0 ? "" : ", ") + std::to_string(sizes[i]);
-  }
-  return s + "]";
-}
 
 // a, b: [..] same shape, float32 or float64, any layout. Returns a * b + c, contiguous.
 at::Tensor mymuladd_cpu(const at::Tensor& a, const at::Tensor& b, double c) {
   TORCH_CHECK(a.sizes() == b.sizes(), "mymuladd: expected a and b to have the same shape, got ",
-              shape_str(a.sizes()), " and ", shape_str(b.sizes()));
+              a.sizes(), " and ", b.sizes());
   TORCH_CHECK(b.scalar_type() == a.scalar_type(), "mymuladd: expected b to have a's dtype ",
               a.scalar_type(), ", got ", b.scalar_type());
   const at::Tensor a_c = a.contiguous();
