@@ -268,10 +268,15 @@ class OpSpec:
             for layout in self.layouts:
                 add("strides", device, first_float, layout)
                 add("fake", device, first_float, layout)
-                add("opcheck", device, first_float, layout)
+            # opcheck: every layout, with and without requires_grad (autograd
+            # and inference graphs differ), then every dtype.
+            grad_variants = ("no_grad", "requires_grad") if self.differentiable else ("no_grad",)
+            for layout in self.layouts:
+                for variant in grad_variants:
+                    add("opcheck", device, first_float, layout, variant)
             for dtype in self.dtypes:
                 if dtype != first_float and "contiguous" in self.layouts:
-                    add("opcheck", device, dtype, "contiguous")
+                    add("opcheck", device, dtype, "contiguous", grad_variants[-1])
             if self.differentiable:
                 for layout in self.layouts:
                     if self.samples is not None or SMALL_LAYOUTS[layout].perturbable:
