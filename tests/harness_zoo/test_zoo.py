@@ -24,6 +24,7 @@ from . import zoo as zoo_module
 REPO = Path(__file__).resolve().parents[2]
 HUGE = os.environ.get("EXTENSION_CPP_HUGE") == "1"
 
+# [bugs]
 # op -> (its bug, the check meant to catch it, every check that fails on the CPU)
 BUGS = {
     "fake_strides_mul": (
@@ -72,6 +73,7 @@ CUDA_BUGS = {
         {"side_stream", "cuda_graph"},
     )
 }
+# [bugs]
 
 
 @pytest.fixture(scope="session")
