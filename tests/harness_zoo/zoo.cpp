@@ -17,13 +17,18 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace harness_zoo {
 namespace {
 
-// "torch.float32" and "[3, 4]", as Python prints them, so zoo.py's fake
-// kernels can say the same words.
+// The input checks, in csrc/ops.cpp's words, so that zoo.py's fake kernels
+// can use extension_cpp's Python checks (extension_cpp/_checks.py). The zoo
+// is built apart from extension_cpp, as someone else's extension would be,
+// so it has its own copy of these few lines rather than a header of csrc/.
+//
+// "torch.float32" and "[3, 4]", as Python prints them.
 std::string dtype_name(at::ScalarType t) {
   return "torch." + std::string(c10::getDtypeNames(t).first);
 }
@@ -42,7 +47,9 @@ bool is_float(at::ScalarType t) {
 
 void check_dtype(const std::string& op, const char* name, const at::Tensor& t) {
   TORCH_CHECK(is_float(t.scalar_type()), op, ": expected ", name,
-              " to have a floating-point dtype, got ", dtype_name(t.scalar_type()));
+              " to have a floating-point dtype (torch.float16, torch.bfloat16, torch.float32 or "
+              "torch.float64), got ",
+              dtype_name(t.scalar_type()));
 }
 
 // a, b (and out): the same device, dtype and shape.
@@ -151,9 +158,10 @@ at::Tensor int_count_mul(const at::Tensor& a, const at::Tensor& b) {
   return out;
 }
 
-bool overlaps(const at::Tensor& x, const at::Tensor& y) {
-  return x.numel() > 0 && y.numel() > 0 && x.is_alias_of(y) &&
-         !(x.storage_offset() == y.storage_offset() && x.strides() == y.strides());
+// out shares memory with x without being exactly x (same offset and strides).
+bool partially_overlaps(const at::Tensor& out, const at::Tensor& x) {
+  return out.numel() > 0 && x.numel() > 0 && out.is_alias_of(x) &&
+         !(out.storage_offset() == x.storage_offset() && out.strides() == x.strides());
 }
 
 // The correct out= checks: out may be a or b exactly, or share no memory with
@@ -167,9 +175,15 @@ void check_out(const std::string& op, const at::Tensor& a, const at::Tensor& b,
     return;
   }
   TORCH_CHECK(at::has_internal_overlap(out) != at::MemOverlap::Yes, op,
-              ": expected out to have no internal overlap, got strides ", list_str(out.strides()));
-  TORCH_CHECK(!overlaps(out, a) && !overlaps(out, b), op,
-              ": out overlaps an input in memory without being the same view of it");
+              ": expected out to have no internal overlap (each element its own memory "
+              "location, unlike an expanded tensor), got strides ",
+              list_str(out.strides()), " for shape ", list_str(out.sizes()));
+  for (const auto& [name, x] : {std::pair<const char*, const at::Tensor&>{"a", a}, {"b", b}}) {
+    TORCH_CHECK(!partially_overlaps(out, x), op, ": out overlaps ", name,
+                " in memory without being the same view of it; pass an out that shares no "
+                "memory with ",
+                name, ", or ", name, " itself");
+  }
 }
 
 void add_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {

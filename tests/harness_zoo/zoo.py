@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 from torch.utils import cpp_extension
 
+from extension_cpp import _checks
 from extension_cpp.testing import OpSpec
 
 HERE = Path(__file__).resolve().parent
@@ -28,76 +29,10 @@ ZOO_DTYPES = (torch.float32, torch.float64)
 ops = torch.ops.harness_zoo
 
 
-# -- the fake kernels' checks, in the C++ kernels' words ----------------------
-
-
-def _check_dtype(op: str, name: str, t: torch.Tensor) -> None:
-    torch._check(
-        t.dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64),
-        lambda: f"{op}: expected {name} to have a floating-point dtype, got {t.dtype}",
-    )
-
-
-def _check_same(op: str, x_name: str, x, y_name: str, y, shape=True) -> None:
-    torch._check(
-        x.device == y.device,
-        lambda: (
-            f"{op}: expected {x_name} and {y_name} to be on the same device, "
-            f"got {x.device} and {y.device}"
-        ),
-    )
-    torch._check(
-        x.dtype == y.dtype,
-        lambda: (
-            f"{op}: expected {x_name} and {y_name} to have the same dtype, "
-            f"got {x.dtype} and {y.dtype}"
-        ),
-    )
-    if shape:
-        torch._check(
-            x.shape == y.shape,
-            lambda: (
-                f"{op}: expected {x_name} and {y_name} to have the same shape, "
-                f"got {list(x.shape)} and {list(y.shape)}"
-            ),
-        )
-
-
-def _check_inputs(op: str, a, b, shape=True) -> None:
-    _check_dtype(op, "a", a)
-    _check_dtype(op, "b", b)
-    _check_same(op, "a", a, "b", b, shape=shape)
-
-
-def _check_out(op: str, a, b, out, overlap=True) -> None:
-    _check_inputs(op, a, b)
-    _check_dtype(op, "out", out)
-    _check_same(op, "out", out, "a", a)
-    if not overlap:
-        return
-    # at::has_internal_overlap's "Yes": a stride-0 dimension of more than one element.
-    torch._check(
-        not any(st == 0 and n > 1 for st, n in zip(out.stride(), out.shape)),
-        lambda: f"{op}: expected out to have no internal overlap, got strides {list(out.stride())}",
-    )
-
-    def overlaps(x, y):
-        return (
-            x.numel() > 0
-            and y.numel() > 0
-            and torch._C._is_alias_of(x, y)
-            and not (x.storage_offset() == y.storage_offset() and x.stride() == y.stride())
-        )
-
-    torch._check(
-        not overlaps(out, a) and not overlaps(out, b),
-        lambda: f"{op}: out overlaps an input in memory without being the same view of it",
-    )
-
-
-def _output(a, b):
-    """torch.mul(a, b)'s layout, which the C++ kernels allocate (TensorIterator)."""
-    return torch.empty_like(torch.mul(a, b))
+# The fake kernels check with extension_cpp's own Python checks (the zoo's
+# C++ kernels say the same words as csrc/ops.cpp), leaving out what a bug
+# leaves out.
+_output = _checks.elementwise_output  # torch.mul(a, b)'s layout, as TensorIterator's
 
 
 # -- registrations ------------------------------------------------------------
@@ -108,7 +43,11 @@ def _fake(name, body):
 
 
 def _checked_fake(name):
-    _fake(name, lambda a, b: (_check_inputs(f"harness_zoo.{name}", a, b), _output(a, b))[1])
+    def fake(a, b):
+        _checks.check_inputs(f"harness_zoo.{name}", a, b)
+        return _output(a, b)
+
+    _fake(name, fake)
 
 
 def _autograd(name, sign=1.0):
@@ -135,39 +74,41 @@ def _register() -> None:
         _checked_fake(name)
     for name in ("mul", "int_count_mul", "fake_strides_mul", "unchecked_fake_mul"):
         _autograd(name)
-    _fake("add_out", lambda a, b, out: _check_out("harness_zoo.add_out", a, b, out))
-    _fake(
-        "unmarked_add_out", lambda a, b, out: _check_out("harness_zoo.unmarked_add_out", a, b, out)
-    )
+    for name in ("add_out", "unmarked_add_out"):
+        _fake(name, functools.partial(_checks.check_out, f"harness_zoo.{name}"))
 
     # Bug: a fresh contiguous tensor, whatever the inputs' layout; the kernel
     # returns torch.mul's layout (transposed for transposed inputs).
     def fake_strides(a, b):
-        _check_inputs("harness_zoo.fake_strides_mul", a, b)
+        _checks.check_inputs("harness_zoo.fake_strides_mul", a, b)
         return a.new_empty(a.shape)
 
     _fake("fake_strides_mul", fake_strides)
 
-    # Bug: no shape check, so compiled code accepts what eager rejects.
+    # Bug: only the dtypes are checked, not that a and b agree (in shape), so
+    # compiled code accepts what eager rejects.
     def unchecked(a, b):
-        _check_inputs("harness_zoo.unchecked_fake_mul", a, b, shape=False)
+        _checks.check_dtype("harness_zoo.unchecked_fake_mul", "a", a)
+        _checks.check_dtype("harness_zoo.unchecked_fake_mul", "b", b)
         return torch.empty_like(a)
 
     _fake("unchecked_fake_mul", unchecked)
 
     # The kernel's only dtype check is its INTERNAL ASSERT; the fake has none.
     def internal_assert(a, b):
-        _check_same("harness_zoo.internal_assert_mul", "a", a, "b", b)
+        _checks.check_same("harness_zoo.internal_assert_mul", "a", a, "b", b)
         return _output(a, b)
 
     _fake("internal_assert_mul", internal_assert)
     _autograd("internal_assert_mul")
 
     # Bug: the fake, like the kernel, does not check overlap.
-    _fake(
-        "overlap_add_out",
-        lambda a, b, out: _check_out("harness_zoo.overlap_add_out", a, b, out, overlap=False),
-    )
+    def no_overlap_check(a, b, out):
+        _checks.check_inputs("harness_zoo.overlap_add_out", a, b)
+        _checks.check_dtype("harness_zoo.overlap_add_out", "out", out)
+        _checks.check_same("harness_zoo.overlap_add_out", "out", out, "a", a)
+
+    _fake("overlap_add_out", no_overlap_check)
 
     _autograd("wrong_sign_mul", sign=-1.0)  # the bug: a's gradient has the wrong sign
     # no_autograd_mul: the bug is that nothing is registered.
