@@ -137,7 +137,8 @@ class OpSpec:
         autodiff: the autodiff modes the op claims (keys of ``autodiff.MODES``).
         bad_inputs: the kinds of bad input to check (default: dtype, shape, device,
             and for out= ops out-overlap and out-internal-overlap).
-        huge: run the op once on inputs past 2^31 elements (when EXTENSION_CPP_HUGE=1).
+        huge: run the op once on inputs past 2^31 elements, expanded from one element
+            each (when EXTENSION_CPP_HUGE=1; elementwise ops with the default samples).
         checks: run only these checks (default: all).
     """
 

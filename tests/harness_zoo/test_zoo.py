@@ -8,6 +8,7 @@ asserted exactly, so a check that stops failing, or starts to, is noticed).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from extension_cpp.testing import FIXES, run_all
+from extension_cpp.testing import FIXES, ConformanceFailure, run_all
 
 from . import zoo as zoo_module
 
@@ -82,8 +83,8 @@ def zoo():
     return zoo_module.load()
 
 
-def _assert_caught(spec, op_name, bug, meant, expected, checks=None):
-    failures = run_all(spec, checks)
+def _assert_caught(failures, op_name, bug, meant, expected):
+    """failures (check -> ConformanceFailures) show the bug where BUGS says."""
     summary = {check: str(fs[0]).splitlines()[0] for check, fs in failures.items()}
     assert meant in failures, f"{op_name} ({bug}): the {meant} check passed; failures: {summary}"
     assert set(failures) == expected, summary
@@ -98,7 +99,7 @@ def _assert_caught(spec, op_name, bug, meant, expected, checks=None):
 
 @pytest.mark.parametrize("op_name", list(BUGS))
 def test_harness_catches_the_bug(zoo, op_name):
-    _assert_caught(zoo[op_name], op_name, *BUGS[op_name])
+    _assert_caught(run_all(zoo[op_name]), op_name, *BUGS[op_name])
 
 
 # int_count_mul is correct below 2^31 elements: its bug shows only in the huge check.
@@ -111,16 +112,40 @@ def test_correct_ops_pass_every_check(zoo, op_name):
 @pytest.mark.huge
 @pytest.mark.skipif(not HUGE, reason="set EXTENSION_CPP_HUGE=1: a 4 GiB output")
 def test_harness_catches_an_int_element_count(zoo):
-    spec = zoo["int_count_mul"]
-    _assert_caught(spec, "int_count_mul", *HUGE_BUGS["int_count_mul"], checks={"huge"})
+    failures = run_all(zoo["int_count_mul"], checks={"huge"})
+    _assert_caught(failures, "int_count_mul", *HUGE_BUGS["int_count_mul"])
     assert run_all(zoo["mul_huge"]) == {}  # the same loop with int64_t passes
 
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-def test_harness_catches_the_legacy_default_stream(zoo):
+def test_harness_catches_the_legacy_default_stream():
+    """In a process of its own: a launch that breaks a CUDA graph capture must
+    not leave the GPU in a state that later tests would inherit."""
     op_name = "default_stream_mul"
-    _assert_caught(zoo[op_name], op_name, *CUDA_BUGS[op_name])
+    child = textwrap.dedent(
+        f"""
+        import json
+        from extension_cpp.testing import run_all
+        from tests.harness_zoo import zoo
+
+        failures = run_all(zoo.load()[{op_name!r}])
+        found = {{c: [[f.case, f.what, f.fix] for f in fs] for c, fs in failures.items()}}
+        print(json.dumps(found))
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", child],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found = json.loads(proc.stdout.strip().splitlines()[-1])
+    failures = {c: [ConformanceFailure(c, *f) for f in fs] for c, fs in found.items()}
+    _assert_caught(failures, op_name, *CUDA_BUGS[op_name])
 
 
 def test_generated_pytest_tests_name_check_case_and_fix(tmp_path):
