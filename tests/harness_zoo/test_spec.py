@@ -88,3 +88,14 @@ def test_an_out_op_gets_out_checks_and_no_gradients():
     a, _, out = spec.sample("mixed", torch.float32, "cpu")
     assert out.shape == a.shape
     assert out.is_contiguous()
+
+
+@pytest.mark.parametrize("arity", [1, 3])
+def test_default_samples_serve_any_arity(arity):
+    spec = OpSpec(torch.ops.extension_cpp.mymul.default, reference=torch.mul, arity=arity)
+    args = spec.sample("mixed", torch.float64, "cpu")
+    assert len(args) == arity
+    assert args[0].is_contiguous()  # the first input in the layout's first form
+    for other in args[1:]:
+        assert other.shape == args[0].shape
+        assert other.t().is_contiguous()  # every later one transposed
