@@ -102,10 +102,13 @@ def test_harness_catches_the_bug(zoo, op_name):
     _assert_caught(run_all(zoo[op_name]), op_name, *BUGS[op_name])
 
 
-# int_count_mul is correct below 2^31 elements: its bug shows only in the huge check.
 @pytest.mark.parametrize("op_name", ["mul", "add_out", "int_count_mul"])
 def test_correct_ops_pass_every_check(zoo, op_name):
-    failures = run_all(zoo[op_name])
+    spec = zoo[op_name]
+    # int_count_mul is correct below 2^31 elements: its bug shows only in the
+    # huge check (test_harness_catches_an_int_element_count).
+    checks = [c for c in spec.checks if not (op_name == "int_count_mul" and c == "huge")]
+    failures = run_all(spec, checks)
     assert not failures, {check: str(fs[0]) for check, fs in failures.items()}
 
 
