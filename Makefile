@@ -16,9 +16,9 @@ export PYTHONUNBUFFERED := 1
 # Inductor keeps compiled graphs between runs (by default in
 # /tmp/torchinductor_$USER), keyed on the graph but not on our fake kernels:
 # after a change to one, a cached graph still expects the old output strides
-# and fails on the new kernel. So each version of the op code gets a cache of
-# its own.
-OPS_HASH := $(shell cat extension_cpp/*.py csrc/*.h csrc/*.cpp csrc/*/* 2>/dev/null | sha1sum | cut -c1-12)
+# and fails on the new kernel. So each version of the op code (ours and the
+# harness zoo's, tests/harness_zoo) gets a cache of its own.
+OPS_HASH := $(shell cat extension_cpp/*.py csrc/*.h csrc/*.cpp csrc/*/* tests/harness_zoo/zoo* 2>/dev/null | sha1sum | cut -c1-12)
 export TORCHINDUCTOR_CACHE_DIR ?= $(CURDIR)/build/inductor-$(OPS_HASH)
 
 .PHONY: setup build lint format test test-conformance tutorial wheel matrix bench docs docs-deps test-docs clean \
@@ -42,13 +42,13 @@ build: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/clang-format --dry-run -Werror $$(git ls-files 'csrc/*.cpp' 'csrc/*.h' 'csrc/*.cu' 'tutorial/*.cpp' 'tutorial/*.cu' 'examples/*.cpp')
+	$(VENV)/bin/clang-format --dry-run -Werror $$(git ls-files 'csrc/*.cpp' 'csrc/*.h' 'csrc/*.cu' 'tutorial/*.cpp' 'tutorial/*.cu' 'examples/*.cpp' 'tests/*.cpp' 'tests/*.cu')
 	$(VENV)/bin/actionlint
 
 format: setup
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
-	$(VENV)/bin/clang-format -i $$(git ls-files 'csrc/*.cpp' 'csrc/*.h' 'csrc/*.cu' 'tutorial/*.cpp' 'tutorial/*.cu' 'examples/*.cpp')
+	$(VENV)/bin/clang-format -i $$(git ls-files 'csrc/*.cpp' 'csrc/*.h' 'csrc/*.cu' 'tutorial/*.cpp' 'tutorial/*.cu' 'examples/*.cpp' 'tests/*.cpp' 'tests/*.cu')
 
 test-conformance: build
 	$(PY) -m pytest tests/conformance

@@ -49,6 +49,8 @@ napoleon_numpy_docstring = False
 nitpick_ignore = [
     ("py:class", "torch.Tensor"),
     ("py:class", "Tensor"),
+    ("py:class", "torch.dtype"),
+    ("py:class", "collections.abc.Sequence"),
 ]
 
 doctest_global_setup = """

@@ -1,5 +1,6 @@
 """Shared pytest set-up for every test directory.
 
+- extension_cpp.testing's pytest plugin (the harness's markers and summary).
 - The RNG is seeded per test, so one test can't change another's inputs.
 - ``--test-order=reversed|shuffled`` (with ``--test-order-seed=N``) runs the
   collected tests in another order, to show that no test depends on what ran
@@ -30,6 +31,9 @@ settings.register_profile("default", derandomize=True, **_COMMON)
 # fuzz: random examples; `make fuzz` passes --hypothesis-seed and prints it.
 settings.register_profile("fuzz", derandomize=False, max_examples=1000, **_COMMON)
 settings.load_profile("default")
+
+# extension_cpp.testing's markers and its summary of failures by check.
+pytest_plugins = ["extension_cpp.testing.pytest_plugin"]
 
 
 def pytest_addoption(parser):

@@ -2,7 +2,9 @@
 
 Everything here is data plus small factories, so a test module reads as
 "for every device x dtype x layout, this holds". CUDA cases are always
-generated and skip only when no GPU is present.
+generated and skip only when no GPU is present. SPECS describes our ops to
+extension_cpp.testing, which generates the checks every op needs
+(test_harness.py); the other modules test what is specific to ours.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import pytest
 import torch
 
 import extension_cpp
+from extension_cpp import testing
+from extension_cpp.testing import DTYPES, TOLERANCES, dtype_id  # noqa: F401  (the tests' imports)
 
 HAS_CUDA = torch.cuda.is_available()
 requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
@@ -25,90 +29,14 @@ def devices() -> list:
     return ["cpu", pytest.param("cuda", marks=[requires_cuda, pytest.mark.cuda])]
 
 
-DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
-
-
-def dtype_id(dtype: torch.dtype) -> str:
-    return str(dtype).replace("torch.", "")
-
-
-# Tolerances against a float64 reference, for results rounded once from float
-# (float16/bfloat16: half an ulp of the output; float32: a few ulps, as the
-# CUDA compiler may fuse a*b+c into one FMA).
-TOLERANCES = {
-    torch.float16: dict(rtol=1e-3, atol=1e-3),
-    torch.bfloat16: dict(rtol=8e-3, atol=8e-3),
-    torch.float32: dict(rtol=1.3e-6, atol=1e-5),
-    torch.float64: dict(rtol=1e-12, atol=1e-12),
-}
-
-
-# ---------------------------------------------------------------------------
-# Layouts: each factory returns (a, b) of one shape in one memory layout.
-# ---------------------------------------------------------------------------
-
-
-def _randn(*shape, dtype, device) -> torch.Tensor:
-    return torch.randn(shape, dtype=dtype, device=device)
-
-
-def _layouts(m: int, n: int, k: int):
-    """Layout name -> factory of (a, b) with a logical shape built from m, n, k."""
-    return {
-        "contiguous": lambda **kw: (_randn(m, n, **kw), _randn(m, n, **kw)),
-        "large-1d": lambda **kw: (_randn(k, **kw), _randn(k, **kw)),
-        "transposed": lambda **kw: (_randn(n, m, **kw).t(), _randn(n, m, **kw).t()),
-        # One input transposed: the output follows a, b is read across.
-        "mixed": lambda **kw: (_randn(m, n, **kw), _randn(n, m, **kw).t()),
-        "mixed-b-first": lambda **kw: (_randn(n, m, **kw).t(), _randn(m, n, **kw)),
-        "sliced": lambda **kw: (
-            _randn(2 * m, 3 * n, **kw)[::2, ::3],
-            _randn(m, 2 * n, **kw)[:, 1::2],
-        ),
-        # Contiguous but starting one element in: not 16-byte aligned.
-        "offset": lambda **kw: (
-            _randn(m * n + 1, **kw)[1:].view(m, n),
-            _randn(m * n + 1, **kw)[1:].view(m, n),
-        ),
-        "expanded": lambda **kw: (
-            _randn(1, n, **kw).expand(m, n),
-            _randn(m, 1, **kw).expand(m, n),
-        ),
-        "permuted-3d": lambda **kw: (
-            _randn(m, n, 3, **kw).permute(2, 0, 1),
-            _randn(3, m, n, **kw),
-        ),
-        # Both inputs in one dense non-contiguous layout: the output keeps it.
-        "channels-last": lambda **kw: (
-            _randn(2, 3, m, n // 4 + 1, **kw).to(memory_format=torch.channels_last),
-            _randn(2, 3, m, n // 4 + 1, **kw).to(memory_format=torch.channels_last),
-        ),
-        "channels-last-3d": lambda **kw: (
-            _randn(2, 3, 2, m, n // 8 + 1, **kw).to(memory_format=torch.channels_last_3d),
-            _randn(2, 3, 2, m, n // 8 + 1, **kw).to(memory_format=torch.channels_last_3d),
-        ),
-        # One channels_last input, one contiguous: a decides the output.
-        "channels-last-mixed": lambda **kw: (
-            _randn(2, 3, m, n // 4 + 1, **kw).to(memory_format=torch.channels_last),
-            _randn(2, 3, m, n // 4 + 1, **kw),
-        ),
-        "broadcast-row": lambda **kw: (_randn(1, n, **kw).expand(m, n), _randn(m, n, **kw)),
-        "broadcast-col": lambda **kw: (_randn(m, n, **kw), _randn(m, 1, **kw).expand(m, n)),
-        "row-sliced": lambda **kw: (_randn(m, n + 1, **kw)[:, 1:], _randn(m, n + 1, **kw)[:, 1:]),
-        "empty": lambda **kw: (_randn(0, n, **kw), _randn(0, n, **kw)),
-        "0-dim": lambda **kw: (_randn(**kw), _randn(**kw)),
-    }
-
-
-# Odd sizes on purpose: the CUDA fast path moves 16 bytes at a time and
-# handles the remainder separately; 70001 elements span several CPU threads'
-# chunks. SMALL_LAYOUTS keep gradcheck's numerical Jacobians small.
-LAYOUTS: dict[str, Callable[..., tuple[torch.Tensor, torch.Tensor]]] = _layouts(37, 129, 70001)
-SMALL_LAYOUTS = _layouts(3, 5, 11)
+# The layouts, dtypes and tolerances live in extension_cpp.testing (the
+# harness anyone can run on their own op); the suite uses the same lists.
+LAYOUTS = testing.LAYOUTS
+SMALL_LAYOUTS = testing.SMALL_LAYOUTS
 
 
 def make_inputs(layout: str, dtype=torch.float32, device="cpu", requires_grad=False, small=False):
-    a, b = (SMALL_LAYOUTS if small else LAYOUTS)[layout](dtype=dtype, device=device)
+    a, b = (SMALL_LAYOUTS if small else LAYOUTS)[layout].make(2, dtype, device)
     if requires_grad:
         # Keep the layout: requires_grad_ on the view would make it a non-leaf.
         a = a.detach().requires_grad_()
@@ -189,4 +117,20 @@ OURS = {
 AS_TORCH = {
     "mymuladd": lambda a, b: a * b + C,
     "mymul": lambda a, b: a * b,
+}
+
+
+# Our ops as extension_cpp.testing sees them: what test_harness.py runs.
+SPECS = {
+    "mymuladd": testing.OpSpec(
+        extension_cpp.mymuladd,
+        # Rounded once from float64, laid out as torch.mul(a, b).
+        reference=lambda a, b, c: torch.mul(a, b).copy_(a.double() * b.double() + c),
+        extra_args=(C,),
+        autodiff=tuple(testing.MODES),
+    ),
+    "mymul": testing.OpSpec(
+        extension_cpp.mymul, reference=torch.mul, exact=True, autodiff=tuple(testing.MODES)
+    ),
+    "myadd_out": testing.OpSpec(extension_cpp.myadd_out, reference=torch.add, out=True, exact=True),
 }

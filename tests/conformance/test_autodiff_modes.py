@@ -1,10 +1,14 @@
 """Every autodiff mode gives the derivative of the same expression in torch
 ops, or a clear error: never a silent zero or a missing tangent.
 
-Modes: reverse mode, torch.func.{grad, vjp, jacrev, jacfwd, hessian, jvp},
-vmap of grad, and torch.autograd.forward_ad; on the public functions, and on
-torch.ops.extension_cpp directly (forward mode works there; the reverse-mode
-torch.func transforms raise an error that names the op and the way out).
+Modes (extension_cpp.testing.MODES): reverse mode, torch.func.{grad, vjp,
+jacrev, jacfwd, hessian, jvp}, vmap of grad, and torch.autograd.forward_ad.
+Every mode on the public functions is checked by the harness
+(test_harness.py, the autodiff check); here, torch.ops.extension_cpp
+directly (forward mode works there; the reverse-mode torch.func transforms
+raise an error that names the op and the way out), and what is specific to
+our ops: derivatives that run our mymul, the out= op's refusals, and the
+modes under torch.compile.
 """
 
 import pytest
@@ -13,6 +17,7 @@ import torch.autograd.forward_ad as fwAD
 from torch import func
 
 import extension_cpp
+from extension_cpp.testing import MODES
 
 from .cases import AS_TORCH, OURS, C, devices
 from .test_autograd import RecordOps
@@ -23,46 +28,17 @@ RAW = {
 }
 
 
-def _scalar(f):
-    """x -> sum(sin(f(x, b))): a non-linear scalar, so second derivatives are not trivial."""
-    return lambda a, b: f(a, b).sin().sum()
+def _run(mode, f, a, b, ta, tb):
+    """extension_cpp.testing's autodiff mode on f(a, b), with tangents (or
+    cotangents) ta and tb; the harness runs the same modes on our public
+    functions (test_harness.py)."""
+    return MODES[mode](f, [a, b], [ta, tb])
 
-
-def _forward_ad(f, a, b, ta, tb):
-    """f's tangent for tangents ta of a and tb of b; None leaves that input plain."""
-    with fwAD.dual_level():
-        a, b = (x if t is None else fwAD.make_dual(x, t) for x, t in ((a, ta), (b, tb)))
-        out = f(a, b)
-        return fwAD.unpack_dual(out).tangent
-
-
-# mode name -> (f, a, b, ta, tb) -> result. Each differentiates f in a (and b
-# where the mode takes both), with a non-trivial tangent or cotangent.
-MODES = {
-    "reverse": lambda f, a, b, ta, tb: torch.autograd.grad(
-        _scalar(f)(a.requires_grad_(), b.requires_grad_()), (a, b)
-    ),
-    "grad": lambda f, a, b, ta, tb: func.grad(_scalar(f), argnums=(0, 1))(a, b),
-    "vjp": lambda f, a, b, ta, tb: func.vjp(f, a, b)[1](ta),
-    "jacrev": lambda f, a, b, ta, tb: func.jacrev(f, argnums=(0, 1))(a, b),
-    "jacfwd": lambda f, a, b, ta, tb: func.jacfwd(f, argnums=(0, 1))(a, b),
-    "hessian": lambda f, a, b, ta, tb: func.hessian(_scalar(f))(a, b),
-    "jvp": lambda f, a, b, ta, tb: func.jvp(f, (a, b), (ta, tb)),
-    "jvp-a-only": lambda f, a, b, ta, tb: func.jvp(lambda x: f(x, b), (a,), (ta,)),
-    "vmap-grad": lambda f, a, b, ta, tb: func.vmap(func.grad(_scalar(f)))(
-        a.unsqueeze(0).repeat(3, 1, 1) * ta, b.unsqueeze(0).expand(3, -1, -1)
-    ),
-    "forward_ad": lambda f, a, b, ta, tb: _forward_ad(f, a, b, ta, tb),
-    "forward_ad-b-only": lambda f, a, b, ta, tb: _forward_ad(f, a, b, None, tb),
-    "forward-over-reverse": lambda f, a, b, ta, tb: func.jvp(
-        func.grad(_scalar(f)), (a, b), (ta, tb)
-    ),
-}
 
 # Modes that torch.ops.extension_cpp.* supports directly: forward mode lives
 # in the C++ autograd kernel; torch.func's reverse-mode transforms need the
 # public functions (see test_raw_op_under_func_grad_names_the_way_out).
-RAW_MODES = ["reverse", "jvp", "jvp-a-only", "jacfwd", "forward_ad", "forward_ad-b-only"]
+RAW_MODES = ["reverse", "jvp", "jvp-first-only", "jacfwd", "forward_ad", "forward_ad-last-only"]
 
 
 def _inputs(device):
@@ -72,17 +48,10 @@ def _inputs(device):
 
 
 def _check_mode(mode, ours, reference, device):
-    got = MODES[mode](ours, *_inputs(device))
-    want = MODES[mode](reference, *_inputs(device))
+    got = _run(mode, ours, *_inputs(device))
+    want = _run(mode, reference, *_inputs(device))
     assert got is not None
     torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
-
-
-@pytest.mark.parametrize("mode", list(MODES))
-@pytest.mark.parametrize("device", devices())
-@pytest.mark.parametrize("op_name", list(OURS))
-def test_mode_matches_torch(op_name, device, mode):
-    _check_mode(mode, OURS[op_name], AS_TORCH[op_name], device)
 
 
 @pytest.mark.parametrize("mode", RAW_MODES)
@@ -96,7 +65,7 @@ def test_raw_op_mode_matches_torch(op_name, device, mode):
 @pytest.mark.parametrize("op_name", list(RAW))
 def test_raw_op_under_func_grad_names_the_way_out(op_name, mode):
     with pytest.raises(RuntimeError, match=rf"torch.ops.extension_cpp.{op_name} was called under"):
-        MODES[mode](RAW[op_name], *_inputs("cpu"))
+        _run(mode, RAW[op_name], *_inputs("cpu"))
 
 
 @pytest.mark.parametrize("mode", ["jvp", "forward_ad", "grad", "vjp"])
@@ -104,10 +73,13 @@ def test_raw_op_under_func_grad_names_the_way_out(op_name, mode):
 def test_derivatives_run_our_mymul(op_name, mode):
     """Tangents and cotangents are computed by extension_cpp::mymul, not aten.mul."""
     # A linear scalar for grad: sin's own backward would call aten.mul.
-    run = {**MODES, "grad": lambda f, a, b, ta, tb: func.grad(lambda x: f(x, b).sum())(a)}
-    inputs = _inputs("cpu")
+    a, b, ta, tb = _inputs("cpu")
+    f = OURS[op_name]
     with RecordOps() as rec:
-        run[mode](OURS[op_name], *inputs)
+        if mode == "grad":
+            func.grad(lambda x: f(x, b).sum())(a)
+        else:
+            _run(mode, f, a, b, ta, tb)
     assert rec.ops.count("extension_cpp.mymul") >= (2 if op_name == "mymul" else 1), rec.ops
     assert "aten.mul" not in rec.ops
 
@@ -152,7 +124,7 @@ def test_myadd_out_refuses_func_jvp():
 # the op's own message, never a zero gradient.
 # ---------------------------------------------------------------------------
 
-COMPILED_MODES = ["jvp", "jvp-a-only", "jacfwd", "vmap"]
+COMPILED_MODES = ["jvp", "jvp-first-only", "jacfwd", "vmap"]
 
 
 # Inductor's lowering of jacfwd's basis calls a deprecated torch helper.
@@ -167,9 +139,12 @@ def test_compiled_mode_matches_torch(op_name, device, mode):
         # chunk.diagonal(offset) with a data-dependent offset) whatever the
         # function is. torch 2.14 traces it.
         pytest.skip("torch < 2.14: Dynamo cannot trace func.jacfwd's basis construction")
-    # vmap: b's batch dimension is its last one.
-    vmap = lambda f, a, b, ta, tb: func.vmap(f, in_dims=(0, 1))(a, b.t().contiguous())  # noqa: E731
-    run = {**MODES, "vmap": vmap}[mode]
+
+    def run(f, a, b, ta, tb):
+        if mode == "vmap":  # b's batch dimension is its last one
+            return func.vmap(f, in_dims=(0, 1))(a, b.t().contiguous())
+        return _run(mode, f, a, b, ta, tb)
+
     a, b, ta, tb = _inputs(device)
     torch._dynamo.reset()
     compiled = torch.compile(lambda *args: run(OURS[op_name], *args), fullgraph=True)
@@ -180,6 +155,8 @@ def test_compiled_mode_matches_torch(op_name, device, mode):
 def test_compiled_func_grad_raises_instead_of_a_wrong_gradient(op_name):
     a, b, _, _ = _inputs("cpu")
     torch._dynamo.reset()
-    compiled = torch.compile(func.grad(_scalar(OURS[op_name])), fullgraph=True)
+    compiled = torch.compile(
+        lambda a, b: _run("grad", OURS[op_name], a, b, None, None), fullgraph=True
+    )
     with pytest.raises(Exception, match=f"extension_cpp.{op_name} was called under"):
         compiled(a, b)

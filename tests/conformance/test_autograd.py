@@ -1,36 +1,18 @@
-"""Gradients: their math (gradcheck, gradgradcheck in float64), what the
-backward dispatches, what it saves, and the out= op's refusal of autograd."""
+"""Gradients: what the backward dispatches, what it saves, its layout, and the
+out= op's refusal of autograd. Their math (gradcheck and gradgradcheck in
+float64 on every layout) is checked by extension_cpp.testing (test_harness.py)."""
 
 import pytest
 import torch
-from torch.autograd import gradcheck, gradgradcheck
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import extension_cpp
 
 from .cases import FUNCTIONAL_OPS, LAYOUTS, OPS, C, devices, make_inputs
 
-# gradcheck perturbs inputs in place: expanded views (several elements in one
-# memory location) and empty tensors can't be perturbed meaningfully.
-GRAD_LAYOUTS = [
-    name for name in LAYOUTS if name not in ("expanded", "broadcast-row", "broadcast-col", "empty")
-]
-
-
-@pytest.mark.parametrize("layout", GRAD_LAYOUTS)
-@pytest.mark.parametrize("device", devices())
-@pytest.mark.parametrize("op_name", FUNCTIONAL_OPS)
-def test_gradcheck(op_name, device, layout):
-    a, b = make_inputs(layout, torch.float64, device, requires_grad=True, small=True)
-    assert gradcheck(OPS[op_name].call, (a, b), fast_mode=False)
-
-
-@pytest.mark.parametrize("layout", ["contiguous", "transposed", "0-dim"])
-@pytest.mark.parametrize("device", devices())
-@pytest.mark.parametrize("op_name", FUNCTIONAL_OPS)
-def test_gradgradcheck(op_name, device, layout):
-    a, b = make_inputs(layout, torch.float64, device, requires_grad=True, small=True)
-    assert gradgradcheck(OPS[op_name].call, (a, b))
+# Layouts whose every element has its own memory (not expanded, not empty):
+# gradcheck's and a gradient's layouts.
+GRAD_LAYOUTS = [name for name, layout in LAYOUTS.items() if layout.perturbable]
 
 
 @pytest.mark.parametrize("device", devices())

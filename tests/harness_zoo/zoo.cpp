@@ -1,0 +1,246 @@
+// The harness zoo: small elementwise ops, each with one bug that real
+// extensions have shipped, beside two correct ones (mul, add_out).
+//
+// tests/harness_zoo/test_zoo.py runs extension_cpp.testing on each and
+// asserts that the check meant for its bug fails, and that the correct ops
+// pass everything. The bugs in this file are the kernels' (an int element
+// count, an INTERNAL ASSERT for a user error, an out= op blind to overlap,
+// a schema without (a!)); zoo.py adds the registration bugs (fake kernels,
+// autograd). CPU only: the one CUDA bug is in zoo_cuda.cu.
+#include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/OpMathType.h>
+#include <ATen/Parallel.h>
+#include <ATen/TensorIterator.h>
+#include <c10/core/ScalarType.h>
+#include <torch/library.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace harness_zoo {
+namespace {
+
+// The input checks, in csrc/ops.cpp's words, so that zoo.py's fake kernels
+// can use extension_cpp's Python checks (extension_cpp/_checks.py). The zoo
+// is built apart from extension_cpp, as someone else's extension would be,
+// so it has its own copy of these few lines rather than a header of csrc/.
+//
+// "torch.float32" and "[3, 4]", as Python prints them.
+std::string dtype_name(at::ScalarType t) {
+  return "torch." + std::string(c10::getDtypeNames(t).first);
+}
+
+std::string list_str(c10::IntArrayRef values) {
+  std::string s = "[";
+  for (size_t i = 0; i < values.size(); ++i) {
+    s += (i == 0 ? "" : ", ") + std::to_string(values[i]);
+  }
+  return s + "]";
+}
+
+bool is_float(at::ScalarType t) {
+  return t == at::kHalf || t == at::kBFloat16 || t == at::kFloat || t == at::kDouble;
+}
+
+void check_dtype(const std::string& op, const char* name, const at::Tensor& t) {
+  TORCH_CHECK(is_float(t.scalar_type()), op, ": expected ", name,
+              " to have a floating-point dtype (torch.float16, torch.bfloat16, torch.float32 or "
+              "torch.float64), got ",
+              dtype_name(t.scalar_type()));
+}
+
+// a, b (and out): the same device, dtype and shape.
+void check_same(const std::string& op, const char* x_name, const at::Tensor& x, const char* y_name,
+                const at::Tensor& y) {
+  TORCH_CHECK(x.device() == y.device(), op, ": expected ", x_name, " and ", y_name,
+              " to be on the same device, got ", x.device().str(), " and ", y.device().str());
+  TORCH_CHECK(x.scalar_type() == y.scalar_type(), op, ": expected ", x_name, " and ", y_name,
+              " to have the same dtype, got ", dtype_name(x.scalar_type()), " and ",
+              dtype_name(y.scalar_type()));
+  TORCH_CHECK(x.sizes() == y.sizes(), op, ": expected ", x_name, " and ", y_name,
+              " to have the same shape, got ", list_str(x.sizes()), " and ", list_str(y.sizes()));
+}
+
+void check_inputs(const std::string& op, const at::Tensor& a, const at::Tensor& b) {
+  check_dtype(op, "a", a);
+  check_dtype(op, "b", b);
+  check_same(op, "a", a, "b", b);
+}
+
+// out[i] = f(a[i], b[i]) for every flat index i of out's shape, any strides.
+// count_t counts the elements: int64_t, or int for the int_count_mul bug.
+// Each thread finds the multi-index of its first element, then steps it
+// like an odometer.
+template <typename count_t, typename F>
+void for_each_element(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b, F f) {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "zoo", [&] {
+    using opmath_t = at::opmath_type<scalar_t>;
+    const count_t n = static_cast<count_t>(out.numel());
+    const int64_t dim = out.dim();
+    auto* po = out.data_ptr<scalar_t>();
+    const auto* pa = a.const_data_ptr<scalar_t>();
+    const auto* pb = b.const_data_ptr<scalar_t>();
+    const std::vector<int64_t> size = out.sizes().vec(), so = out.strides().vec(),
+                               sa = a.strides().vec(), sb = b.strides().vec();
+    at::parallel_for(0, n, 1 << 14, [&](int64_t begin, int64_t end) {
+      std::vector<int64_t> index(dim);
+      int64_t rest = begin, oo = 0, oa = 0, ob = 0;
+      for (int64_t d = dim - 1; d >= 0; --d) {
+        index[d] = rest % size[d];
+        rest /= size[d];
+        oo += index[d] * so[d];
+        oa += index[d] * sa[d];
+        ob += index[d] * sb[d];
+      }
+      for (count_t i = static_cast<count_t>(begin); i < end; ++i) {
+        po[oo] =
+            static_cast<scalar_t>(f(static_cast<opmath_t>(pa[oa]), static_cast<opmath_t>(pb[ob])));
+        for (int64_t d = dim - 1; d >= 0; --d) {
+          oo += so[d];
+          oa += sa[d];
+          ob += sb[d];
+          if (++index[d] < size[d]) {
+            break;
+          }
+          oo -= so[d] * size[d];
+          oa -= sa[d] * size[d];
+          ob -= sb[d] * size[d];
+          index[d] = 0;
+        }
+      }
+    });
+  });
+}
+
+// An empty output laid out as torch.mul(a, b)'s: TensorIterator allocates it
+// by PyTorch's rule for elementwise ops (dense inputs keep their layout).
+at::Tensor empty_output(const at::Tensor& a, const at::Tensor& b) {
+  const at::Tensor undefined;
+  auto iter = at::TensorIteratorConfig()
+                  .add_output(undefined)
+                  .add_const_input(a)
+                  .add_const_input(b)
+                  .build();
+  return iter.output();
+}
+
+constexpr auto kMul = [](auto x, auto y) { return x * y; };
+constexpr auto kAdd = [](auto x, auto y) { return x + y; };
+
+// The correct product: checked inputs, torch.mul's output layout, an int64_t
+// element count. op names the op in messages.
+at::Tensor checked_mul(const std::string& op, const at::Tensor& a, const at::Tensor& b) {
+  check_inputs(op, a, b);
+  at::Tensor out = empty_output(a, b);
+  for_each_element<int64_t>(out, a, b, kMul);
+  return out;
+}
+
+// Bug: the dtype is checked with TORCH_INTERNAL_ASSERT, which tells the user
+// to report a bug in PyTorch for passing an integer tensor.
+at::Tensor internal_assert_mul(const at::Tensor& a, const at::Tensor& b) {
+  TORCH_INTERNAL_ASSERT(is_float(a.scalar_type()) && is_float(b.scalar_type()));
+  check_same("harness_zoo.internal_assert_mul", "a", a, "b", b);
+  at::Tensor out = empty_output(a, b);
+  for_each_element<int64_t>(out, a, b, kMul);
+  return out;
+}
+
+// Bug: `int n = numel()`. Past 2^31 elements n wraps negative and nothing
+// is written.
+at::Tensor int_count_mul(const at::Tensor& a, const at::Tensor& b) {
+  check_inputs("harness_zoo.int_count_mul", a, b);
+  at::Tensor out = empty_output(a, b);
+  for_each_element<int>(out, a, b, kMul);
+  return out;
+}
+
+// out shares memory with x without being exactly x (same offset and strides).
+bool partially_overlaps(const at::Tensor& out, const at::Tensor& x) {
+  return out.numel() > 0 && x.numel() > 0 && out.is_alias_of(x) &&
+         !(out.storage_offset() == x.storage_offset() && out.strides() == x.strides());
+}
+
+// The correct out= checks: out may be a or b exactly, or share no memory with
+// them. check_overlap=false is the overlap_add_out bug.
+void check_out(const std::string& op, const at::Tensor& a, const at::Tensor& b,
+               const at::Tensor& out, bool check_overlap = true) {
+  check_inputs(op, a, b);
+  check_dtype(op, "out", out);
+  check_same(op, "out", out, "a", a);
+  if (!check_overlap) {
+    return;
+  }
+  TORCH_CHECK(at::has_internal_overlap(out) != at::MemOverlap::Yes, op,
+              ": expected out to have no internal overlap (each element its own memory "
+              "location, unlike an expanded tensor), got strides ",
+              list_str(out.strides()), " for shape ", list_str(out.sizes()));
+  for (const auto& [name, x] : {std::pair<const char*, const at::Tensor&>{"a", a}, {"b", b}}) {
+    TORCH_CHECK(!partially_overlaps(out, x), op, ": out overlaps ", name,
+                " in memory without being the same view of it; pass an out that shares no "
+                "memory with ",
+                name, ", or ", name, " itself");
+  }
+}
+
+void add_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
+  check_out("harness_zoo.add_out", a, b, out);
+  for_each_element<int64_t>(out, a, b, kAdd);
+}
+
+// Bug: no overlap checks. An out that overlaps an input is written while the
+// input is still being read, and an expanded out gets one of several sums.
+void overlap_add_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
+  check_out("harness_zoo.overlap_add_out", a, b, out, /*check_overlap=*/false);
+  for_each_element<int64_t>(out, a, b, kAdd);
+}
+
+// Bug: the kernel writes out, but the schema says `Tensor out`, not
+// `Tensor(a!) out`: the compiler may reorder, drop or reuse the write.
+void unmarked_add_out(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
+  check_out("harness_zoo.unmarked_add_out", a, b, out);
+  for_each_element<int64_t>(out, a, b, kAdd);
+}
+
+}  // namespace
+
+TORCH_LIBRARY(harness_zoo, m) {
+  m.def("mul(Tensor a, Tensor b) -> Tensor");
+  m.def("add_out(Tensor a, Tensor b, Tensor(a!) out) -> ()");
+  // mul's kernel under another name; zoo.py registers their buggy fake or
+  // autograd kernels (or none).
+  m.def("fake_strides_mul(Tensor a, Tensor b) -> Tensor");
+  m.def("unchecked_fake_mul(Tensor a, Tensor b) -> Tensor");
+  m.def("no_autograd_mul(Tensor a, Tensor b) -> Tensor");
+  m.def("wrong_sign_mul(Tensor a, Tensor b) -> Tensor");
+  m.def("internal_assert_mul(Tensor a, Tensor b) -> Tensor");
+  m.def("int_count_mul(Tensor a, Tensor b) -> Tensor");
+  m.def("overlap_add_out(Tensor a, Tensor b, Tensor(a!) out) -> ()");
+  m.def("unmarked_add_out(Tensor a, Tensor b, Tensor out) -> ()");
+  // CUDA only (zoo_cuda.cu, built where there is a GPU).
+  m.def("default_stream_mul(Tensor a, Tensor b) -> Tensor");
+}
+
+// The ops whose bug is not in the kernel share the correct one, under their own name.
+#define ZOO_MUL(name)                                          \
+  m.impl(#name, [](const at::Tensor& a, const at::Tensor& b) { \
+    return checked_mul("harness_zoo." #name, a, b);            \
+  })
+
+TORCH_LIBRARY_IMPL(harness_zoo, CPU, m) {
+  ZOO_MUL(mul);
+  ZOO_MUL(fake_strides_mul);
+  ZOO_MUL(unchecked_fake_mul);
+  ZOO_MUL(no_autograd_mul);
+  ZOO_MUL(wrong_sign_mul);
+  m.impl("internal_assert_mul", &internal_assert_mul);
+  m.impl("int_count_mul", &int_count_mul);
+  m.impl("add_out", &add_out);
+  m.impl("overlap_add_out", &overlap_add_out);
+  m.impl("unmarked_add_out", &unmarked_add_out);
+}
+
+}  // namespace harness_zoo
