@@ -28,17 +28,9 @@ namespace {
 // is built apart from extension_cpp, as someone else's extension would be,
 // so it has its own copy of these few lines rather than a header of csrc/.
 //
-// "torch.float32" and "[3, 4]", as Python prints them.
+// "torch.float32", as Python prints it; sizes stream as "[3, 4]".
 std::string dtype_name(at::ScalarType t) {
   return "torch." + std::string(c10::getDtypeNames(t).first);
-}
-
-std::string list_str(c10::IntArrayRef values) {
-  std::string s = "[";
-  for (size_t i = 0; i < values.size(); ++i) {
-    s += (i == 0 ? "" : ", ") + std::to_string(values[i]);
-  }
-  return s + "]";
 }
 
 bool is_float(at::ScalarType t) {
@@ -61,7 +53,7 @@ void check_same(const std::string& op, const char* x_name, const at::Tensor& x, 
               " to have the same dtype, got ", dtype_name(x.scalar_type()), " and ",
               dtype_name(y.scalar_type()));
   TORCH_CHECK(x.sizes() == y.sizes(), op, ": expected ", x_name, " and ", y_name,
-              " to have the same shape, got ", list_str(x.sizes()), " and ", list_str(y.sizes()));
+              " to have the same shape, got ", x.sizes(), " and ", y.sizes());
 }
 
 void check_inputs(const std::string& op, const at::Tensor& a, const at::Tensor& b) {
@@ -177,7 +169,7 @@ void check_out(const std::string& op, const at::Tensor& a, const at::Tensor& b,
   TORCH_CHECK(at::has_internal_overlap(out) != at::MemOverlap::Yes, op,
               ": expected out to have no internal overlap (each element its own memory "
               "location, unlike an expanded tensor), got strides ",
-              list_str(out.strides()), " for shape ", list_str(out.sizes()));
+              out.strides(), " for shape ", out.sizes());
   for (const auto& [name, x] : {std::pair<const char*, const at::Tensor&>{"a", a}, {"b", b}}) {
     TORCH_CHECK(!partially_overlaps(out, x), op, ": out overlaps ", name,
                 " in memory without being the same view of it; pass an out that shares no "

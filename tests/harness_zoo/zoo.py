@@ -170,6 +170,9 @@ def load() -> dict[str, OpSpec]:
         sources=[str(s) for s in sources],
         build_directory=str(BUILD),
         extra_cflags=["-O2"],
+        # As setup.py: a static C++ runtime, where the toolchain links one in,
+        # stays private (docs/troubleshooting.md).
+        extra_ldflags=["-Wl,--exclude-libs,ALL"],
         is_python_module=False,
         verbose=False,
     )
