@@ -97,15 +97,15 @@ def extension():
     files = sources("", ".cpp") + sources("cpu", ".cpp")
     if sys.platform.startswith("linux"):
         # Keep whatever a static library brings into _C private to it. On our
-        # GPU machine (g++ 13.3, torch 2.11) extensions were linked with a
-        # static copy of libstdc++ whose symbols they exported; the process
-        # then mixed that copy with the libstdc++.so.6 torch had loaded, and
-        # the first integer streamed into a message (TORCH_CHECK(cond, "got ",
-        # n)) crashed in a locale facet lookup. With the copy's symbols
-        # hidden, the extension uses one runtime throughout. Where libstdc++
-        # is linked as a shared library, as on most machines, the flag
-        # changes nothing. scripts/ostream_probe.py shows it;
-        # docs/troubleshooting.md explains.
+        # GPU machine the compiler in $CXX (a GCC 13.3 with libstdc++.a but no
+        # libstdc++.so) linked a static copy of libstdc++ into every extension,
+        # which exported it; the process then mixed that copy with the
+        # libstdc++.so.6 torch had loaded, and the first integer streamed into
+        # a message (TORCH_CHECK(cond, "got ", n)) crashed in a locale facet
+        # lookup. With the copy's symbols hidden, the extension uses one
+        # runtime throughout. Where libstdc++ is linked as a shared library, as
+        # on most machines, the flag changes nothing. scripts/ostream_probe.py
+        # shows it; docs/troubleshooting.md explains.
         link_flags.append("-Wl,--exclude-libs,ALL")
     if not with_cuda:
         return CppExtension(

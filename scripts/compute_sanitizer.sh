@@ -17,11 +17,8 @@
 #     caching allocator it would land in a neighbouring block and pass).
 #   - Only CUDA cases run (-m cuda); the compile tests' Triton kernels are
 #     checked too, which is slow but finds nothing of ours to blame.
-#   - racecheck checks shared memory only; our kernels use none, so it must
-#     report 0 hazards (a future tiled kernel would change that).
-#   - memcheck also runs with --leak-check full; torch keeps its CUDA context
-#     and cuBLAS handles until exit, which compute-sanitizer does not count as
-#     leaks of device allocations.
+#   - racecheck checks shared memory only, which the tiled kernel uses; it
+#     must report 0 hazards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -34,10 +31,17 @@ SANITIZER=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local
 "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'no CUDA GPU visible')"
 mkdir -p "$OUT"
 
+# No --leak-check for memcheck: in a Python process, tensors the interpreter
+# never frees before exit (pytest's parameters, module globals) are reported
+# as leaks, one error each, and they are not ours (measured on an H100: 113
+# "leaks", all torch allocations alive at exit, for 28 kernel-path cases).
+# initcheck needs no options: --track-unused-memory is off by default, and in
+# compute-sanitizer 2025.3 it takes no value (a "no" after it is read as the
+# program to run).
 declare -A extra=(
-  [memcheck]="--leak-check full"
+  [memcheck]=""
   [racecheck]="--racecheck-report all"
-  [initcheck]="--track-unused-memory no"
+  [initcheck]=""
   [synccheck]=""
 )
 failed=0
@@ -54,8 +58,12 @@ for tool in $TOOLS; do
     --ignore-glob='tests/conformance/test_tutorial*.py' "$@"
   status=$?
   set -e
-  errors=$(grep -ho 'ERROR SUMMARY: [0-9]* error' "$log" | grep -o '[0-9]*' |
-    awk '{s += $1} END {print s + 0}')
+  # memcheck, initcheck and synccheck end with "ERROR SUMMARY: N errors",
+  # racecheck with "RACECHECK SUMMARY: N hazards displayed (E errors, W
+  # warnings)"; a log with neither line counts as one error (the tool did not
+  # finish). `|| true`: grep finding nothing must not end the script.
+  errors=$({ grep -hoE 'ERROR SUMMARY: [0-9]+ error|hazards displayed \([0-9]+ error' "$log" ||
+    true; } | grep -oE '[0-9]+ error' | awk '{s += $1; n++} END {print n ? s : 1}')
   summary+=("$tool: exit $status, $errors errors reported")
   if [ "$status" -ne 0 ] || [ "$errors" -ne 0 ]; then
     failed=1

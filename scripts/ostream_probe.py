@@ -175,20 +175,20 @@ def main() -> int:
     )
     args = parser.parse_args()
     lines = [f"torch {torch.__version__}, {sys.executable}"]
-    gxx = subprocess.run(["g++", "--version"], capture_output=True, text=True).stdout
-    lines.append(gxx.splitlines()[0] if gxx else "g++: not found")
-    shared = subprocess.run(
-        ["g++", "-print-file-name=libstdc++.so"], capture_output=True, text=True
-    ).stdout.strip()
-    lines.append(
-        f"g++ -print-file-name=libstdc++.so: {shared}"
-        + ("" if os.path.isabs(shared) else "  (none: g++ links libstdc++.a)")
-    )
+    # cpp_extension and setuptools compile and link with $CXX when it is set.
+    cxx = os.environ.get("CXX", "c++")
+    version = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout
+    lines.append(f"CXX={cxx}: " + (version.splitlines()[0] if version else "not found"))
+    for name in ("libstdc++.so", "libstdc++.a"):
+        found = subprocess.run(
+            [cxx, f"-print-file-name={name}"], capture_output=True, text=True
+        ).stdout.strip()
+        lines.append(f"{cxx} -print-file-name={name}: {found}")
     with tempfile.TemporaryDirectory() as root:
-        gxx_lib = subprocess.run(
+        # The shared runtime torch itself loads (the system's).
+        PRELOAD["LD_PRELOAD"] = subprocess.run(
             ["g++", "-print-file-name=libstdc++.so.6"], capture_output=True, text=True
         ).stdout.strip()
-        PRELOAD["LD_PRELOAD"] = gxx_lib
         built = {}
         for variant, (flags, env) in VARIANTS.items():
             key = tuple(flags)

@@ -26,14 +26,16 @@ REPO = Path(__file__).resolve().parents[2]
 HUGE = os.environ.get("EXTENSION_CPP_HUGE") == "1"
 
 # [bugs]
-# op -> (its bug, the check meant to catch it, every check that fails on the CPU)
+# op -> (its bug, the check meant to catch it, every check that fails on the CPU;
+# "name?" where that check catches it on some torch releases only)
 BUGS = {
     "fake_strides_mul": (
         "fake strides disagree with the real kernel for transposed input",
         "fake",
-        # opcheck's test_faketensor compares the same; compiled code returns the
-        # kernel's tensor where the graph expected the fake's strides.
-        {"fake", "opcheck", "compile"},
+        # Compiled code returns the kernel's tensor where the graph expected the
+        # fake's strides. opcheck's test_faketensor compares strides on torch
+        # 2.14.1 but not on 2.11 (measured on our GPU machine): "opcheck?".
+        {"fake", "opcheck?", "compile"},
     ),
     "no_autograd_mul": (
         "no autograd registration",
@@ -87,7 +89,10 @@ def _assert_caught(failures, op_name, bug, meant, expected):
     """failures (check -> ConformanceFailures) show the bug where BUGS says."""
     summary = {check: str(fs[0]).splitlines()[0] for check, fs in failures.items()}
     assert meant in failures, f"{op_name} ({bug}): the {meant} check passed; failures: {summary}"
-    assert set(failures) == expected, summary
+    # "name?": a check that catches the bug on some torch releases only.
+    required = {c for c in expected if not c.endswith("?")}
+    optional = {c[:-1] for c in expected if c.endswith("?")}
+    assert required <= set(failures) <= required | optional, summary
     first = failures[meant][0]
     # The failure names the check, the case (a test id) and the fix.
     assert first.check == meant
