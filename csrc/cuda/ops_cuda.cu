@@ -8,8 +8,8 @@
 //     loads and stores, one vector per thread.
 //   * tiled_kernel: an input transposed against the output (use_tiles). A
 //     block reads a tile of it along its own rows into shared memory, then
-//     writes the output along its rows: both sides coalesced, two elements
-//     per access where sizes and alignment allow.
+//     writes the output along its rows: both sides coalesced, two or four
+//     elements per access where sizes and alignment allow.
 //   * rows_kernel: rows (the output's fastest dimension) of at least half a
 //     block's chunk: slices, broadcasts, a misaligned start. A block takes
 //     one chunk of one row, so offsets are computed once per thread, and
@@ -347,7 +347,8 @@ void launch_rows(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bina
 // ---------------------------------------------------------------------------
 
 // A tile is t0 x t1 elements of dimensions 0 and 1, both powers of two, t0 <=
-// 32, t0 * t1 <= kCells (kTileCells), kCells / kThreads elements per thread.
+// 32, t0 * t1 <= kCells (kTileCells, or twice that for four elements per
+// access), kCells / kThreads elements per thread.
 // A transposed input is read along its own rows (dimension 1) into shared
 // memory, and the output written along its rows (dimension 0); an input dense
 // along dimension 0 is read directly. Every global load of a tile is issued
@@ -364,12 +365,14 @@ struct TileShape {
 // Shared-memory index idx is stored at idx + idx / (kCells / 32): one pad word
 // per 32nd of the tile. A warp reading a column of the staged tile (writing
 // order: consecutive threads along dimension 0, t0 * t1 = kCells) then touches
-// each bank once, and a warp writing a row of it (staging order, t1 >= 32
-// consecutive elements) does too.
+// each bank once, and a warp writing rows of it (staging order) does too,
+// except with four elements per access in 2048-element tiles, where it
+// touches each of half the banks twice (measured at 0.97-1.10 of a copy all
+// the same).
 template <int kCells>
 __device__ __forceinline__ uint32_t padded(uint32_t idx) {
-  constexpr int kShift = kCells == 1024 ? 5 : (kCells == 2048 ? 6 : 7);
-  static_assert(kCells >> kShift == 32, "kCells must be 1024, 2048 or 4096");
+  constexpr int kShift = kCells == 1024 ? 5 : 6;
+  static_assert(kCells >> kShift == 32, "kCells must be 1024 or 2048");
   return idx + (idx >> kShift);
 }
 
@@ -574,17 +577,28 @@ void launch_tiled(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bin
   }
 }
 
-// Two elements per access where vector_tiles_ok allows, one otherwise.
-// Measured on an H100 (scripts/bench_layouts.py, 2^24 elements, mymul, as a
-// fraction of a device copy; one element -> two): one input transposed,
+// As many elements per access as vector_tiles_ok allows: four for 2-byte
+// types, two otherwise, else one. Measured on an H100
+// (scripts/bench_layouts.py, 2^24 elements, mymul, as a fraction of a device
+// copy's bandwidth), one input transposed, one element per access -> two:
 // float32 0.86 -> 0.99, bfloat16 0.57 -> 0.79, float16 0.57 -> 0.88; the
-// permuted 3-D layout 0.93 -> 1.07, 0.62 -> 0.87, 0.62 -> 0.93. The kernel was
-// bound by its load and store instructions, not by bytes in flight: twice the
-// elements per thread with one element per access (2048-element tiles) gave
-// 0.67-0.69 in half precision, and 4096 elements 0.43-0.46.
+// permuted 3-D layout 0.93 -> 1.07, 0.62 -> 0.87, 0.62 -> 0.93. The kernel is
+// bound by its load and store instructions, not by bytes in flight (twice the
+// elements per thread at one element per access gave 0.67-0.69 in half
+// precision), so 2-byte types move four elements (8 bytes, as float32 pairs
+// do) per access, in 2048-element tiles of 32 x 64, whose staged rows are 128
+// bytes: bfloat16 0.80 -> 0.97 and float16 0.85 -> 0.99 (permuted 3-D 0.88 ->
+// 1.07, 0.94 -> 1.10), where 1024-element tiles of four per access reached
+// 0.90 and 0.92, and 4096-element ones 0.96 and 0.97.
 template <typename scalar_t, typename Op>
 void launch_tiled(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout& l, Op op,
                   const c10::cuda::CUDAStream& stream) {
+  if constexpr (sizeof(scalar_t) == 2) {
+    if (vector_tiles_ok(out, a, b, l, 4)) {
+      launch_tiled<scalar_t, Op, 2 * kTileCells, 4>(out, a, b, l, op, stream);
+      return;
+    }
+  }
   if (vector_tiles_ok(out, a, b, l, 2)) {
     launch_tiled<scalar_t, Op, kTileCells, 2>(out, a, b, l, op, stream);
   } else {

@@ -79,6 +79,22 @@ PATHS = {
         _randn(66, 1000, **kw),
         _randn(1000 * 66 + 1, **kw)[1:].view(1000, 66).t(),
     ),
+    # Four elements per access for 2-byte dtypes (sizes and strides divisible
+    # by 4; 32 x 64 tiles), partial tiles on both edges, a narrow tile, and an
+    # input two elements off alignment that falls back to pairs. float32 runs
+    # these in pairs.
+    "tiled-quads-one-transposed": lambda **kw: (
+        _randn(68, 1004, **kw),
+        _randn(1004, 68, **kw).t(),
+    ),
+    "tiled-quads-narrow": lambda **kw: (
+        _randn(1000, 252, 4, **kw).permute(2, 0, 1),
+        _randn(4, 1000, 252, **kw),
+    ),
+    "tiled-quads-misaligned-to-pairs": lambda **kw: (
+        _randn(68, 1004, **kw),
+        _randn(1004 * 68 + 2, **kw)[2:].view(1004, 68).t(),
+    ),
 }
 
 # myadd_out writes into a contiguous output whatever the inputs: with both
@@ -88,6 +104,10 @@ OUT_PATHS = {
     "tiled-pairs-both-staged": lambda **kw: (
         _randn(1000, 66, **kw).t(),
         _randn(1000, 66, **kw).t(),
+    ),
+    "tiled-quads-both-staged": lambda **kw: (
+        _randn(1004, 68, **kw).t(),
+        _randn(1004, 68, **kw).t(),
     ),
     "rows-into-sliced-out": lambda **kw: (_randn(67, 3001, **kw), _randn(67, 3001, **kw)),
 }
