@@ -341,10 +341,13 @@ def cmd_build(args) -> dict:
 
 
 def junit_counts(xml_path: Path) -> dict:
-    counts = {"passed": 0, "failed": 0, "skipped": 0, "errors": 0}
+    """Pass/fail counts, and the ids of the tests that failed or errored (with
+    the first line of each message), so the table can say what broke."""
+    counts = {"passed": 0, "failed": 0, "skipped": 0, "errors": 0, "failures": []}
     if not xml_path.exists():
         return counts
-    for suite in ET.parse(xml_path).getroot().iter("testsuite"):
+    root = ET.parse(xml_path).getroot()
+    for suite in root.iter("testsuite"):
         tests = int(suite.get("tests", 0))
         failed, errors = int(suite.get("failures", 0)), int(suite.get("errors", 0))
         skipped = int(suite.get("skipped", 0))
@@ -352,6 +355,15 @@ def junit_counts(xml_path: Path) -> dict:
         counts["errors"] += errors
         counts["skipped"] += skipped
         counts["passed"] += tests - failed - errors - skipped
+    for case in root.iter("testcase"):
+        for tag in ("failure", "error"):
+            node = case.find(tag)
+            if node is not None:
+                message = (node.get("message") or "").strip().splitlines()
+                counts["failures"].append(
+                    f"{case.get('classname', '')}::{case.get('name', '')} ({tag}): "
+                    + (message[0][:200] if message else "")
+                )
     return counts
 
 
@@ -645,6 +657,12 @@ def render() -> None:
                 f"| {r['pytest_s']:.0f} s |"
             )
         lines.append("")
+        failing = [r for r in rec["results"] if r.get("failures")]
+        if failing:
+            lines += ["Failed tests:", ""]
+            for r in failing:
+                lines += [f"- CPython {r['python']}: `{f}`" for f in r["failures"][:10]]
+            lines.append("")
         mismatches = [r["mismatch"] for r in rec["results"] if r.get("mismatch")]
         if mismatches:
             lines += [
