@@ -389,19 +389,94 @@ void strided_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bin
 constexpr int64_t kTile0 = 64;
 constexpr int64_t kTileElems = 4096;
 
+#if EXTENSION_CPP_X86_DISPATCH
+// One 16-byte block of rows transposed in registers (SSE2, which every x86-64
+// CPU has, so no run-time dispatch): 4 x 4 elements of 4 bytes, or 8 x 8 of 2
+// bytes. Row k of the block starts at src + k * src_stride, and column j of
+// it is stored at dst + j * dst_stride. Shuffles move bits, so any 4- or
+// 2-byte type goes through unchanged, NaN payloads included.
+C10_ALWAYS_INLINE void transpose_block(uint32_t* dst, int64_t dst_stride, const uint32_t* src,
+                                       int64_t src_stride) {
+  __m128 r0 = _mm_castsi128_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
+  __m128 r1 = _mm_castsi128_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + src_stride)));
+  __m128 r2 =
+      _mm_castsi128_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * src_stride)));
+  __m128 r3 =
+      _mm_castsi128_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 3 * src_stride)));
+  _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+  const __m128 cols[4] = {r0, r1, r2, r3};
+  for (int j = 0; j < 4; ++j) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j * dst_stride), _mm_castps_si128(cols[j]));
+  }
+}
+
+C10_ALWAYS_INLINE void transpose_block(uint16_t* dst, int64_t dst_stride, const uint16_t* src,
+                                       int64_t src_stride) {
+  __m128i r[8];
+  for (int k = 0; k < 8; ++k) {
+    r[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + k * src_stride));
+  }
+  // Interleave 2-, then 4-, then 8-byte pieces of row pairs: after the
+  // three steps, register j holds column j.
+  __m128i t[8], u[8];
+  for (int k = 0; k < 4; ++k) {
+    t[k] = _mm_unpacklo_epi16(r[2 * k], r[2 * k + 1]);      // columns 0-3 of rows 2k, 2k+1
+    t[k + 4] = _mm_unpackhi_epi16(r[2 * k], r[2 * k + 1]);  // columns 4-7
+  }
+  for (int h = 0; h < 2; ++h) {    // h: columns 0-3 or 4-7
+    for (int q = 0; q < 2; ++q) {  // q: rows 0-3 or 4-7
+      const __m128i x = t[4 * h + 2 * q], y = t[4 * h + 2 * q + 1];
+      u[4 * h + q] = _mm_unpacklo_epi32(x, y);      // columns 4h, 4h+1 of four rows
+      u[4 * h + q + 2] = _mm_unpackhi_epi32(x, y);  // columns 4h+2, 4h+3
+    }
+  }
+  for (int p = 0; p < 4; ++p) {                      // p: a pair of columns, 2p and 2p+1
+    const __m128i lo = u[2 * p], hi = u[2 * p + 1];  // rows 0-3, rows 4-7
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 2 * p * dst_stride),
+                     _mm_unpacklo_epi64(lo, hi));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + (2 * p + 1) * dst_stride),
+                     _mm_unpackhi_epi64(lo, hi));
+  }
+}
+#endif
+
 // dst[i1 * m0 + i0] = src[i0 * s0 + i1] for i0 < m0, i1 < m1: an m0 x m1
-// block of rows of src, transposed into m1 rows of m0. Eight source rows at a
-// time, so each step writes eight neighbouring elements of dst while reading
-// eight rows in order (one row at a time wrote a single element into each of
-// m1 rows). On one transposed input, 2^20 elements, 1 thread of this
-// repository's 2-core CPU (scripts/bench_layouts.py), mymul took 404 us
-// against 461-513 us in bfloat16, 422 against 439-465 in float16; float32
-// stayed within its run-to-run spread (609-658 us).
+// block of rows of src, transposed into m1 rows of m0.
+//
+// On x86-64, 4- and 2-byte types go 16 bytes at a time (transpose_block).
+// With one transposed input, 2^20 elements, 1 thread of a 16-core Xeon
+// (scripts/bench_layouts.py, two runs each), mymul took 791-822 us against
+// 989-1031 us with the element loop below in float32, 446-489 against
+// 710-717 in bfloat16, and 366-400 against 575-645 in float16. Elsewhere, and
+// for what the blocks leave over, eight source rows at a time, so each step
+// writes eight neighbouring elements of dst while reading eight rows in order
+// (one row at a time wrote a single element into each of m1 rows): on this
+// repository's 2-core CPU that took mymul from 461-513 us to 404 us in
+// bfloat16 and from 439-465 to 422 us in float16.
 template <typename scalar_t>
 C10_ALWAYS_INLINE void transpose_into(scalar_t* dst, const scalar_t* src, int64_t m0, int64_t m1,
                                       int64_t s0) {
-  constexpr int64_t kRows = 8;
   int64_t i0 = 0;
+#if EXTENSION_CPP_X86_DISPATCH
+  if constexpr (sizeof(scalar_t) == 4 || sizeof(scalar_t) == 2) {
+    using Bits = std::conditional_t<sizeof(scalar_t) == 4, uint32_t, uint16_t>;
+    constexpr int64_t kB = 16 / sizeof(scalar_t);
+    auto* d = reinterpret_cast<Bits*>(dst);
+    const auto* x = reinterpret_cast<const Bits*>(src);
+    for (; i0 + kB <= m0; i0 += kB) {
+      int64_t i1 = 0;
+      for (; i1 + kB <= m1; i1 += kB) {
+        transpose_block(d + i1 * m0 + i0, m0, x + i0 * s0 + i1, s0);
+      }
+      for (; i1 < m1; ++i1) {
+        for (int64_t k = 0; k < kB; ++k) {
+          dst[i1 * m0 + i0 + k] = src[(i0 + k) * s0 + i1];
+        }
+      }
+    }
+  }
+#endif
+  constexpr int64_t kRows = 8;
   for (; i0 + kRows <= m0; i0 += kRows) {
     const scalar_t* rows = src + i0 * s0;
     for (int64_t i1 = 0; i1 < m1; ++i1) {
