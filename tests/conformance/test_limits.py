@@ -103,9 +103,13 @@ def test_cuda_out_of_memory_raises_and_the_next_call_works():
 
 _INTERRUPTED_CHILD = textwrap.dedent(
     """
-    import sys, time
+    import signal, sys, time
     import torch, extension_cpp
 
+    # A process started with SIGINT ignored (anything launched with `&` from
+    # a script, make matrix under nohup) passes that on, and Python then
+    # installs no KeyboardInterrupt handler: put it back.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     a = torch.randn(2**24)
     b = torch.randn(2**24)
     print("ready", flush=True)
