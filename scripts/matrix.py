@@ -583,6 +583,18 @@ def cmd_run(args) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / "compatibility.json"
     data = json.loads(path.read_text()) if path.exists() else {"tracks": {}}
+    old = data["tracks"].get(args.track)
+    if args.pythons and old and old["wheel"]["sha256"] == summary["sha256"]:
+        # Some CPythons rerun with the same wheel (--pythons, --wheel): the
+        # others keep their rows, and the track's time is both runs'.
+        redone = {r["python"] for r in rows}
+        kept = [r for r in old["results"] if r["python"] not in redone]
+        record["results"] = sorted(
+            kept + rows, key=lambda r: tuple(int(x) for x in r["python"].split("."))
+        )
+        record["build_s"] = old["build_s"]
+        record["total_s"] = round(old["total_s"] + record["total_s"], 1)
+        record["reran"] = sorted(redone)
     data["tracks"][args.track] = record
     path.write_text(json.dumps(data, indent=2) + "\n")
     render()
@@ -629,7 +641,12 @@ def render() -> None:
             f"- requires: `{', '.join(w['requires'])}`",
             f"- audit: {w['abi3audit']}; auditwheel: {w['auditwheel']}",
             (f"- build {rec['build_s']:.0f} s, " if rec["build_s"] is not None else "- ")
-            + f"whole track {rec['total_s'] / 60:.1f} min",
+            + f"whole track {rec['total_s'] / 60:.1f} min"
+            + (
+                f" (CPython {', '.join(rec['reran'])} rerun with the same wheel)"
+                if rec.get("reran")
+                else ""
+            ),
             "",
             "| CPython | torch | result | passed | failed | skipped | test order "
             "| mismatch check | download | install | pytest |",
