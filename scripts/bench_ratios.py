@@ -29,6 +29,7 @@ Prints the tables; --out also writes them as Markdown.
 import argparse
 import datetime
 import os
+import random
 import sys
 import time
 
@@ -48,20 +49,28 @@ def measure(cases: dict, rounds: int = 40, calls: int = 2000, sync=None) -> dict
     """Fastest per-call microseconds of each case, interleaved over rounds.
 
     Without `sync`, the clock is the thread's CPU time; with it (a device
-    synchronisation run after each batch), the wall clock. Each batch starts
-    with one untimed call, so that a case does not pay for the state the case
-    before it left: on a 16-core CPU, the first call after a torch.compile'd
-    kernel's parallel region took long enough that short batches of ours,
-    which followed one, measured 0.63-0.76 of torch.mul, against 0.91-1.02
-    timed alone.
+    synchronisation run after each batch), the wall clock. Each round takes
+    the cases in a new random order (seeded, so runs repeat), and each batch
+    starts with one untimed call, so that no case always pays for the state
+    one particular case leaves behind. Both were measured on a 16-core Xeon:
+    * the first call after a torch.compile'd kernel's parallel region took
+      long enough that short batches of ours, which followed one, measured
+      0.63-0.76 of torch.mul, against 0.91-1.02 timed alone (the untimed call);
+    * at 1 thread, myadd_out on 2^20 float32 elements measured 0.86-0.93 of
+      torch.add(out=) when it always followed the compiled a * b, and 0.94-1.00
+      timed in a pair with torch.add alone, in either order (the shuffle).
     """
     clock = time.thread_time_ns if sync is None else time.perf_counter_ns
     for fn in cases.values():
         for _ in range(calls):
             fn()
     best = dict.fromkeys(cases, float("inf"))
+    order = list(cases)
+    rng = random.Random(0)
     for _ in range(rounds):
-        for name, fn in cases.items():
+        rng.shuffle(order)
+        for name in order:
+            fn = cases[name]
             fn()
             if sync is not None:
                 sync()
