@@ -18,7 +18,7 @@ export PYTHONUNBUFFERED := 1
 # after a change to one, a cached graph still expects the old output strides
 # and fails on the new kernel. So each version of the op code gets a cache of
 # its own.
-OPS_HASH := $(shell cat extension_cpp/*.py csrc/*.h csrc/*.cpp csrc/*/* 2>/dev/null | sha1sum | cut -c1-12)
+OPS_HASH := $(shell cat extension_cpp/*.py stable/extension_cpp_stable/*.py csrc/*.h csrc/*.cpp csrc/*/* 2>/dev/null | sha1sum | cut -c1-12)
 export TORCHINDUCTOR_CACHE_DIR ?= $(CURDIR)/build/inductor-$(OPS_HASH)
 
 .PHONY: setup build lint format test test-conformance tutorial wheel matrix bench docs docs-deps test-docs clean \
@@ -38,6 +38,10 @@ build: setup
 	TORCH_CUDA_ARCH_LIST="$(TEST_CUDA_ARCHS)" MAX_JOBS=$${MAX_JOBS:-2} \
 		$(PY) -m pip install --no-build-isolation --no-deps -e . -q
 	$(PY) -c "import extension_cpp, torch; print('extension_cpp loaded; CUDA kernels:', torch._C._dispatch_has_kernel_for_dispatch_key('extension_cpp::mymul', 'CUDA'))"
+	@echo "==> building extension_cpp_stable, the stable-ABI build (stable/)"
+	TORCH_CUDA_ARCH_LIST="$(TEST_CUDA_ARCHS)" MAX_JOBS=$${MAX_JOBS:-2} \
+		$(PY) -m pip install --no-build-isolation --no-deps -e stable/ -q
+	$(PY) -c "import extension_cpp_stable, torch; print('extension_cpp_stable loaded; CUDA kernels:', torch._C._dispatch_has_kernel_for_dispatch_key('extension_cpp_stable::mymul', 'CUDA'))"
 
 lint: setup
 	$(VENV)/bin/ruff check .
@@ -50,8 +54,11 @@ format: setup
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/clang-format -i $$(git ls-files 'csrc/*.cpp' 'csrc/*.h' 'csrc/*.cu' 'tutorial/*.cpp' 'tutorial/*.cu' 'examples/*.cpp')
 
+# The conformance suite once per build: the classic package, then the
+# stable-ABI one (tests/conformance/cases.py, EXTENSION_CPP_BUILD).
 test-conformance: build
 	$(PY) -m pytest tests/conformance
+	EXTENSION_CPP_BUILD=stable $(PY) -m pytest tests/conformance
 
 # Hardening (docs/troubleshooting.md, "Fuzzing and sanitizers").
 # fuzz: the property tests with ten times make test's examples, from a fresh
@@ -80,6 +87,8 @@ compute-sanitizer: build
 # on the CPU) run here; a bare pytest skips them.
 test: lint build docs-deps
 	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests --ignore=tests/docs -p docs.pytest_machine --junitxml=docs/results/conformance.xml
+	EXTENSION_CPP_HUGE=1 EXTENSION_CPP_BUILD=stable $(PY) -m pytest tests/conformance -p docs.pytest_machine \
+		--junitxml=docs/results/conformance-stable.xml
 	$(build_docs)
 	$(PY) -m pytest tests/docs
 
@@ -134,4 +143,5 @@ bench: build
 	$(PY) scripts/bench.py --device $(BENCH_DEVICE) --threads $(BENCH_THREADS) --out $(BENCH_OUT)
 
 clean:
-	rm -rf build dist *.egg-info extension_cpp/_C*.so extension_cpp/_build_info.py
+	rm -rf build dist *.egg-info extension_cpp/_C*.so extension_cpp/_build_info.py \
+		stable/build stable/*.egg-info stable/extension_cpp_stable/_C*.so

@@ -4,16 +4,16 @@
 // TORCH_LIBRARY_IMPL, csrc/autograd.cpp adds the Autograd kernels and
 // extension_cpp/ops.py the fake (meta) kernels. The error messages below are
 // mirrored word for word by extension_cpp/_checks.py, so eager calls and
-// torch.compile'd calls fail alike.
+// torch.compile'd calls fail alike; the words themselves are in checks.h,
+// shared with the stable-ABI binding (csrc/stable/ops.cpp).
 #include "ops.h"
 
 #include <c10/core/ScalarType.h>
 #include <torch/library.h>
 
-#include <algorithm>
 #include <string>
-#include <utility>
-#include <vector>
+
+#include "checks.h"
 
 namespace extension_cpp {
 namespace {
@@ -23,17 +23,8 @@ std::string dtype_name(at::ScalarType t) {
   return "torch." + std::string(c10::getDtypeNames(t).first);
 }
 
-// "[3, 4]", as Python prints list(t.shape). Messages are built from strings
-// only (std::to_string, never operator<< on a number): on our GPU test
-// machine (torch 2.11, g++ 13.3), streaming any integer into a
-// std::ostringstream inside an extension segfaulted, `ss << 5` included,
-// and TORCH_CHECK formats its arguments that way.
 std::string list_str(c10::IntArrayRef values) {
-  std::string s = "[";
-  for (size_t i = 0; i < values.size(); ++i) {
-    s += (i == 0 ? "" : ", ") + std::to_string(values[i]);
-  }
-  return s + "]";
+  return checks::list_str(values.data(), static_cast<int64_t>(values.size()));
 }
 
 bool is_supported_dtype(at::ScalarType t) {
@@ -43,29 +34,26 @@ bool is_supported_dtype(at::ScalarType t) {
 void check_dtype(const char* op, const char* name, const at::Tensor& t) {
   // Python's None reaches a `Tensor` argument as an undefined tensor, which
   // has no dtype to print (issue #13: it used to read "Unimplemented scalar type").
-  TORCH_CHECK(t.defined(), op, ": expected ", name, " to be a Tensor, got None");
-  TORCH_CHECK(is_supported_dtype(t.scalar_type()), op, ": expected ", name,
-              " to have a floating-point dtype (torch.float16, torch.bfloat16, torch.float32 or "
-              "torch.float64), got ",
-              dtype_name(t.scalar_type()));
+  TORCH_CHECK(t.defined(), checks::none(op, name));
+  TORCH_CHECK(is_supported_dtype(t.scalar_type()),
+              checks::not_floating(op, name, dtype_name(t.scalar_type())));
 }
 
 // x and y must agree in device, dtype and shape, in that order.
 void check_same(const char* op, const char* x_name, const at::Tensor& x, const char* y_name,
                 const at::Tensor& y) {
-  TORCH_CHECK(x.device() == y.device(), op, ": expected ", x_name, " and ", y_name,
-              " to be on the same device, got ", x.device().str(), " and ", y.device().str());
-  TORCH_CHECK(x.scalar_type() == y.scalar_type(), op, ": expected ", x_name, " and ", y_name,
-              " to have the same dtype, got ", dtype_name(x.scalar_type()), " and ",
-              dtype_name(y.scalar_type()));
-  TORCH_CHECK(x.sizes() == y.sizes(), op, ": expected ", x_name, " and ", y_name,
-              " to have the same shape, got ", list_str(x.sizes()), " and ", list_str(y.sizes()));
+  TORCH_CHECK(x.device() == y.device(),
+              checks::not_same(op, x_name, y_name, "be on the same device", x.device().str(),
+                               y.device().str()));
+  TORCH_CHECK(x.scalar_type() == y.scalar_type(),
+              checks::not_same(op, x_name, y_name, "have the same dtype",
+                               dtype_name(x.scalar_type()), dtype_name(y.scalar_type())));
+  TORCH_CHECK(x.sizes() == y.sizes(), checks::not_same(op, x_name, y_name, "have the same shape",
+                                                       list_str(x.sizes()), list_str(y.sizes())));
 }
 
 void check_rank(const char* op, const at::Tensor& a) {
-  TORCH_CHECK(a.dim() <= kMaxInputDims, op, ": tensors with more than ",
-              std::to_string(kMaxInputDims), " dimensions are not supported, got ",
-              std::to_string(a.dim()));
+  TORCH_CHECK(a.dim() <= kMaxInputDims, checks::too_many_dims(op, a.dim()));
 }
 
 void check_inputs(const char* op, const at::Tensor& a, const at::Tensor& b) {
@@ -84,45 +72,15 @@ void check_no_partial_overlap(const char* op, const at::Tensor& out, const char*
   }
   const bool same =
       out.storage_offset() == input.storage_offset() && out.strides() == input.strides();
-  TORCH_CHECK(same, op, ": out overlaps ", name,
-              " in memory without being the same view of it; pass an out that shares no memory "
-              "with ",
-              name, ", or ", name, " itself");
-}
-
-// True when no two elements of `t` can share a memory location: with the
-// dimensions sorted by stride, each stride must step past everything the
-// smaller ones reach. (This rejects the rare interleaved layout that does not
-// overlap either; no tensor PyTorch creates, short of as_strided, has one.)
-bool provably_non_overlapping(const at::Tensor& t) {
-  if (t.numel() == 0) {
-    return true;  // no element at all, whatever the strides (an expanded empty tensor)
-  }
-  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size)
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    if (t.size(d) > 1) {
-      dims.emplace_back(t.stride(d), t.size(d));
-    }
-  }
-  std::sort(dims.begin(), dims.end());
-  int64_t reach = 0;  // largest offset reachable with the smaller strides
-  for (const auto& [stride, size] : dims) {
-    if (stride <= reach) {
-      return false;
-    }
-    reach += stride * (size - 1);
-  }
-  return true;
+  TORCH_CHECK(same, checks::partial_overlap(op, name));
 }
 
 BinaryLayout layout_of(const char* op, const at::Tensor& out, const at::Tensor& a,
                        const at::Tensor& b) {
   const int64_t* strides[3] = {out.strides().data(), a.strides().data(), b.strides().data()};
   BinaryLayout layout;
-  TORCH_CHECK(make_binary_layout(static_cast<int>(a.dim()), a.sizes().data(), strides, &layout), op,
-              ": tensors with more than ", std::to_string(kMaxDims),
-              " non-mergeable dimensions are not supported, got a tensor of shape ",
-              list_str(a.sizes()), " and strides ", list_str(a.strides()));
+  TORCH_CHECK(make_binary_layout(static_cast<int>(a.dim()), a.sizes().data(), strides, &layout),
+              checks::unmergeable(op, list_str(a.sizes()), list_str(a.strides())));
   return layout;
 }
 
@@ -148,10 +106,8 @@ void binary_out(const char* op, const at::Tensor& a, const at::Tensor& b, const 
   check_inputs(op, a, b);
   check_dtype(op, "out", out);
   check_same(op, "out", out, "a", a);
-  TORCH_CHECK(provably_non_overlapping(out), op,
-              ": expected out to have no internal overlap (each element its own memory location, "
-              "unlike an expanded tensor), got strides ",
-              list_str(out.strides()), " for shape ", list_str(out.sizes()));
+  TORCH_CHECK(checks::provably_non_overlapping(out.dim(), out.sizes().data(), out.strides().data()),
+              checks::internal_overlap(op, list_str(out.strides()), list_str(out.sizes())));
   check_no_partial_overlap(op, out, "a", a);
   check_no_partial_overlap(op, out, "b", b);
   if (out.numel() > 0) {

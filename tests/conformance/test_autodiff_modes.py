@@ -12,14 +12,12 @@ import torch
 import torch.autograd.forward_ad as fwAD
 from torch import func
 
-import extension_cpp
-
-from .cases import AS_TORCH, OURS, C, devices
+from .cases import AS_TORCH, OURS, PACKAGE, STABLE, C, devices, ops_ns, pkg
 from .test_autograd import RecordOps
 
 RAW = {
-    "mymuladd": lambda a, b: torch.ops.extension_cpp.mymuladd(a, b, C),
-    "mymul": torch.ops.extension_cpp.mymul,
+    "mymuladd": lambda a, b: ops_ns.mymuladd(a, b, C),
+    "mymul": ops_ns.mymul,
 }
 
 
@@ -59,7 +57,7 @@ MODES = {
     ),
 }
 
-# Modes that torch.ops.extension_cpp.* supports directly: forward mode lives
+# Modes that the raw ops (torch.ops.<package>.*) support directly: forward mode lives
 # in the C++ autograd kernel; torch.func's reverse-mode transforms need the
 # public functions (see test_raw_op_under_func_grad_names_the_way_out).
 RAW_MODES = ["reverse", "jvp", "jvp-a-only", "jacfwd", "forward_ad", "forward_ad-b-only"]
@@ -95,7 +93,7 @@ def test_raw_op_mode_matches_torch(op_name, device, mode):
 @pytest.mark.parametrize("mode", ["grad", "vjp", "jacrev", "hessian", "vmap-grad"])
 @pytest.mark.parametrize("op_name", list(RAW))
 def test_raw_op_under_func_grad_names_the_way_out(op_name, mode):
-    with pytest.raises(RuntimeError, match=rf"torch.ops.extension_cpp.{op_name} was called under"):
+    with pytest.raises(RuntimeError, match=rf"torch.ops.{PACKAGE}.{op_name} was called under"):
         MODES[mode](RAW[op_name], *_inputs("cpu"))
 
 
@@ -108,7 +106,7 @@ def test_derivatives_run_our_mymul(op_name, mode):
     inputs = _inputs("cpu")
     with RecordOps() as rec:
         run[mode](OURS[op_name], *inputs)
-    assert rec.ops.count("extension_cpp.mymul") >= (2 if op_name == "mymul" else 1), rec.ops
+    assert rec.ops.count(f"{PACKAGE}.mymul") >= (2 if op_name == "mymul" else 1), rec.ops
     assert "aten.mul" not in rec.ops
 
 
@@ -116,7 +114,7 @@ def test_forward_ad_tangent_is_not_silently_dropped():
     """The bug this file exists for: the tangent used to be None (a zero jvp)."""
     a, b, ta, _ = _inputs("cpu")
     with fwAD.dual_level():
-        out = extension_cpp.mymul(fwAD.make_dual(a, ta), b)
+        out = pkg.mymul(fwAD.make_dual(a, ta), b)
         tangent = fwAD.unpack_dual(out).tangent
     assert tangent is not None
     torch.testing.assert_close(tangent, ta * b)
@@ -130,7 +128,7 @@ def test_myadd_out_refuses_forward_ad(dual):
         args = {"a": a, "b": b, "out": out}
         args[dual] = fwAD.make_dual(args[dual], ta)
         with pytest.raises(RuntimeError, match=f"do not support forward-mode .* but {dual} has"):
-            extension_cpp.myadd_out(**args)
+            pkg.myadd_out(**args)
 
 
 def test_myadd_out_refuses_func_jvp():
@@ -138,7 +136,7 @@ def test_myadd_out_refuses_func_jvp():
 
     def add(x):
         out = torch.empty_like(x)
-        extension_cpp.myadd_out(x, b, out)
+        pkg.myadd_out(x, b, out)
         return out
 
     with pytest.raises(RuntimeError, match="myadd_out: out= operations do not support"):
@@ -161,6 +159,12 @@ COMPILED_MODES = ["jvp", "jvp-a-only", "jacfwd", "vmap"]
 @pytest.mark.parametrize("device", devices())
 @pytest.mark.parametrize("op_name", list(OURS))
 def test_compiled_mode_matches_torch(op_name, device, mode):
+    if STABLE and mode != "vmap":
+        # The stable build's Autograd kernel is Python (stable/extension_cpp_stable/
+        # _autograd.py): its tangent comes from fwAD.make_dual, which AOTAutograd
+        # refuses to trace ("Nested forward mode AD is not supported"). Eager
+        # forward mode works: test_mode_matches_torch, test_raw_op_mode_matches_torch.
+        pytest.skip("stable-ABI build: forward mode in a Python Autograd kernel does not compile")
     if mode == "jacfwd" and torch.torch_version.TorchVersion(torch.__version__) < (2, 14):
         # Seen on torch 2.11 (the GPU machine): Dynamo cannot trace jacfwd's
         # own basis (torch/_functorch/eager_transforms.py fills
@@ -181,5 +185,5 @@ def test_compiled_func_grad_raises_instead_of_a_wrong_gradient(op_name):
     a, b, _, _ = _inputs("cpu")
     torch._dynamo.reset()
     compiled = torch.compile(func.grad(_scalar(OURS[op_name])), fullgraph=True)
-    with pytest.raises(Exception, match=f"extension_cpp.{op_name} was called under"):
+    with pytest.raises(Exception, match=f"{PACKAGE}.{op_name} was called under"):
         compiled(a, b)
