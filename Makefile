@@ -126,11 +126,16 @@ wheel: setup
 # (the newest release with CPython 3.9) and tests that file on 3.9 to 3.13;
 # the newest track tests dist/'s wheel on the Pythons torch 2.14 supports.
 # Each also checks that the other track's wheel is refused with a clear
-# message. Writes docs/results/compatibility.{md,json}.
+# message. The stable track builds extension_cpp_stable once against this
+# venv's torch and tests that file next to torch 2.10 to 2.15 (CPython 3.12)
+# and on CPython 3.10 to 3.13 (torch 2.10): 9 venvs, about 4 GB of downloads
+# per torch release (cached), which is why make test does not run it.
+# Writes docs/results/compatibility.{md,json}.
 matrix: wheel
 	$(PY) scripts/matrix.py run --track oldest --foreign-wheel dist
 	$(PY) scripts/matrix.py run --track newest --wheel dist \
 		--foreign-wheel $${EXTENSION_CPP_CACHE:-$$HOME/.cache/extension_cpp}/dist/torch-2.8.0
+	$(PY) scripts/matrix.py run-stable
 
 # Benchmarks (tests/perf, scripts/bench*.py): JSON, plots and ratio tables in
 # $(BENCH_OUT). Here: the CPU at 1 thread and at all threads. On a GPU box
