@@ -37,8 +37,20 @@ def classic_only(reason: str):
 
 
 HAS_CUDA = torch.cuda.is_available()
-requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
-requires_two_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs")
+# Why the CUDA cases cannot run here, or "" where they can. The stable build
+# has CPU kernels only so far: its CUDA binding waits for the CUDA kernels to
+# move into a header it can share (issue #11).
+NO_CUDA_REASON = (
+    "needs a CUDA GPU"
+    if not HAS_CUDA
+    else "stable-ABI build: no CUDA kernels yet (issue #11)"
+    if STABLE
+    else ""
+)
+requires_cuda = pytest.mark.skipif(bool(NO_CUDA_REASON), reason=NO_CUDA_REASON or "runs")
+requires_two_gpus = pytest.mark.skipif(
+    torch.cuda.device_count() < 2 or STABLE, reason=NO_CUDA_REASON or "needs two CUDA GPUs"
+)
 
 
 def devices() -> list:

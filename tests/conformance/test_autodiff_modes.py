@@ -185,5 +185,9 @@ def test_compiled_func_grad_raises_instead_of_a_wrong_gradient(op_name):
     a, b, _, _ = _inputs("cpu")
     torch._dynamo.reset()
     compiled = torch.compile(func.grad(_scalar(OURS[op_name])), fullgraph=True)
-    with pytest.raises(Exception, match=f"{PACKAGE}.{op_name} was called under"):
+    # Up to torch 2.14 Dynamo traces into the op, whose Autograd kernel names
+    # the public function; torch 2.15's Dynamo refuses the autograd.Function
+    # with a custom jvp (ops._Product) before that. Either way: an error.
+    refused = f"{PACKAGE}.{op_name} was called under|Unsupported custom jvp"
+    with pytest.raises(Exception, match=refused):
         compiled(a, b)

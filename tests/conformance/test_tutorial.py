@@ -16,6 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from .cases import classic_only
+
+pytestmark = classic_only(
+    "the tutorial does not depend on the build under test; the classic run covers it"
+)
+
 TUTORIAL = Path(__file__).resolve().parents[2] / "tutorial"
 
 

@@ -24,6 +24,12 @@ from pathlib import Path
 
 import pytest
 
+from .cases import classic_only
+
+pytestmark = classic_only(
+    "the tutorial does not depend on the build under test; the classic run covers it"
+)
+
 REPO = Path(__file__).resolve().parents[2]
 TUTORIAL = Path(os.environ.get("TUTORIAL_DIR", REPO / "tutorial")).resolve()
 STAGES = ["01_define", "02_impl", "03_fake", "04_autograd", "05_mymul_backward", "06_stable_abi"]
