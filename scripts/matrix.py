@@ -836,8 +836,8 @@ def render_stable(rec: dict | None) -> list:
         (f"- build {rec['build_s']:.0f} s, " if rec["build_s"] is not None else "- ")
         + f"whole track {rec['total_s'] / 60:.1f} min"
         + (
-            f" ({len(rec['results'])} of {rec['cells_planned']} cells run so far)"
-            if len(rec["results"]) < rec.get("cells_planned", 0)
+            f" ({len(rec['results'])} of the track's {len(STABLE_CELLS)} cells run)"
+            if len(rec["results"]) < len(STABLE_CELLS)
             else ""
         ),
         "",
