@@ -45,6 +45,13 @@ PATHS = {
     "rows-offset-1d": lambda **kw: (_randn(200002, **kw)[1:], _randn(200002, **kw)[1:]),
     # Per-element strided kernel: rows too short for the row kernel.
     "strided-short-rows": lambda **kw: (_randn(3001, 14, **kw)[:, ::2], _randn(3001, 7, **kw)),
+    # CPU strided loop, many short dense rows per call of the run loop
+    # (Rows): rows of 14 over two outer dimensions, 97,706 elements, so that
+    # parallel chunks begin mid-row and batches carry into dimension 2.
+    "strided-row-batches-3d": lambda **kw: (
+        _randn(7, 997, 15, **kw)[:, :, 1:],
+        _randn(7, 1, 14, **kw).expand(7, 997, 14),
+    ),
     # Tiled kernel: one input transposed, partial tiles on both edges.
     "tiled-one-transposed": lambda **kw: (_randn(67, 1001, **kw), _randn(1001, 67, **kw).t()),
     # Tiled kernel with a batch dimension, and with a transposed broadcast.
