@@ -155,6 +155,10 @@ AS_TORCH = {
 
 
 # Our ops as extension_cpp.testing sees them: what test_harness.py runs.
+# The stable build has CPU kernels only so far (NO_CUDA_REASON): until its
+# CUDA binding lands, the harness runs its CPU cases alone.
+_SPEC_DEVICES = ("cpu",) if STABLE else ("cpu", "cuda")
+
 SPECS = {
     "mymuladd": testing.OpSpec(
         pkg.mymuladd,
@@ -162,9 +166,16 @@ SPECS = {
         reference=lambda a, b, c: torch.mul(a, b).copy_(a.double() * b.double() + c),
         extra_args=(C,),
         autodiff=tuple(testing.MODES),
+        devices=_SPEC_DEVICES,
     ),
     "mymul": testing.OpSpec(
-        pkg.mymul, reference=torch.mul, exact=True, autodiff=tuple(testing.MODES)
+        pkg.mymul,
+        reference=torch.mul,
+        exact=True,
+        autodiff=tuple(testing.MODES),
+        devices=_SPEC_DEVICES,
     ),
-    "myadd_out": testing.OpSpec(pkg.myadd_out, reference=torch.add, out=True, exact=True),
+    "myadd_out": testing.OpSpec(
+        pkg.myadd_out, reference=torch.add, out=True, exact=True, devices=_SPEC_DEVICES
+    ),
 }
