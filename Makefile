@@ -16,9 +16,9 @@ export PYTHONUNBUFFERED := 1
 # Inductor keeps compiled graphs between runs (by default in
 # /tmp/torchinductor_$USER), keyed on the graph but not on our fake kernels:
 # after a change to one, a cached graph still expects the old output strides
-# and fails on the new kernel. So each version of the op code (ours and the
-# harness zoo's, tests/harness_zoo) gets a cache of its own.
-OPS_HASH := $(shell cat extension_cpp/*.py csrc/*.h csrc/*.cpp csrc/*/* tests/harness_zoo/zoo* 2>/dev/null | sha1sum | cut -c1-12)
+# and fails on the new kernel. So each version of the op code (both builds'
+# and the harness zoo's, tests/harness_zoo) gets a cache of its own.
+OPS_HASH := $(shell cat extension_cpp/*.py stable/extension_cpp_stable/*.py csrc/*.h csrc/*.cpp csrc/*/* tests/harness_zoo/zoo* 2>/dev/null | sha1sum | cut -c1-12)
 export TORCHINDUCTOR_CACHE_DIR ?= $(CURDIR)/build/inductor-$(OPS_HASH)
 
 .PHONY: setup build lint format test test-conformance tutorial wheel matrix bench docs docs-deps test-docs clean \
@@ -38,6 +38,10 @@ build: setup
 	TORCH_CUDA_ARCH_LIST="$(TEST_CUDA_ARCHS)" MAX_JOBS=$${MAX_JOBS:-2} \
 		$(PY) -m pip install --no-build-isolation --no-deps -e . -q
 	$(PY) -c "import extension_cpp, torch; print('extension_cpp loaded; CUDA kernels:', torch._C._dispatch_has_kernel_for_dispatch_key('extension_cpp::mymul', 'CUDA'))"
+	@echo "==> building extension_cpp_stable, the stable-ABI build (stable/)"
+	TORCH_CUDA_ARCH_LIST="$(TEST_CUDA_ARCHS)" MAX_JOBS=$${MAX_JOBS:-2} \
+		$(PY) -m pip install --no-build-isolation --no-deps -e stable/ -q
+	$(PY) -c "import extension_cpp_stable, torch; print('extension_cpp_stable loaded; CUDA kernels:', torch._C._dispatch_has_kernel_for_dispatch_key('extension_cpp_stable::mymul', 'CUDA'))"
 
 lint: setup
 	$(VENV)/bin/ruff check .
@@ -50,8 +54,11 @@ format: setup
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/clang-format -i $$(git ls-files 'csrc/*.cpp' 'csrc/*.h' 'csrc/*.cu' 'tutorial/*.cpp' 'tutorial/*.cu' 'examples/*.cpp' 'tests/*.cpp' 'tests/*.cu')
 
+# The conformance suite once per build: the classic package, then the
+# stable-ABI one (tests/conformance/cases.py, EXTENSION_CPP_BUILD).
 test-conformance: build
 	$(PY) -m pytest tests/conformance
+	EXTENSION_CPP_BUILD=stable $(PY) -m pytest tests/conformance
 
 # Hardening (docs/troubleshooting.md, "Fuzzing and sanitizers").
 # fuzz: the property tests with ten times make test's examples, from a fresh
@@ -80,6 +87,8 @@ compute-sanitizer: build
 # on the CPU) run here; a bare pytest skips them.
 test: lint build docs-deps
 	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests --ignore=tests/docs -p docs.pytest_machine --junitxml=docs/results/conformance.xml
+	EXTENSION_CPP_HUGE=1 EXTENSION_CPP_BUILD=stable $(PY) -m pytest tests/conformance -p docs.pytest_machine \
+		--junitxml=docs/results/conformance-stable.xml
 	$(build_docs)
 	$(PY) -m pytest tests/docs
 
@@ -117,11 +126,16 @@ wheel: setup
 # (the newest release with CPython 3.9) and tests that file on 3.9 to 3.13;
 # the newest track tests dist/'s wheel on the Pythons torch 2.14 supports.
 # Each also checks that the other track's wheel is refused with a clear
-# message. Writes docs/results/compatibility.{md,json}.
+# message. The stable track builds extension_cpp_stable once against this
+# venv's torch and tests that file next to torch 2.10 to 2.15 (CPython 3.12)
+# and on CPython 3.10 to 3.13 (torch 2.10): 9 venvs, about 4 GB of downloads
+# per torch release (cached), which is why make test does not run it.
+# Writes docs/results/compatibility.{md,json}.
 matrix: wheel
 	$(PY) scripts/matrix.py run --track oldest --foreign-wheel dist
 	$(PY) scripts/matrix.py run --track newest --wheel dist \
 		--foreign-wheel $${EXTENSION_CPP_CACHE:-$$HOME/.cache/extension_cpp}/dist/torch-2.8.0
+	$(PY) scripts/matrix.py run-stable
 
 # Benchmarks (tests/perf, scripts/bench*.py): JSON, plots and ratio tables in
 # $(BENCH_OUT). Here: the CPU at 1 thread and at all threads. On a GPU box
@@ -134,4 +148,5 @@ bench: build
 	$(PY) scripts/bench.py --device $(BENCH_DEVICE) --threads $(BENCH_THREADS) --out $(BENCH_OUT)
 
 clean:
-	rm -rf build dist *.egg-info extension_cpp/_C*.so extension_cpp/_build_info.py
+	rm -rf build dist *.egg-info extension_cpp/_C*.so extension_cpp/_build_info.py \
+		stable/build stable/*.egg-info stable/extension_cpp_stable/_C*.so

@@ -1,15 +1,7 @@
 """Build extension_cpp: one limited-API extension module, extension_cpp/_C.abi3.so.
 
-Environment variables:
-  EXTENSION_CPP_CUDA    auto (default): compile the CUDA kernels when torch is a
-                        CUDA build and the CUDA toolkit is found, GPU or not.
-                        1 forces them (an error if impossible), 0 leaves them out.
-  TORCH_CUDA_ARCH_LIST  architectures to compile for. Default: the release list
-                        below. The test path sets 9.0 alone (H100/H200) to keep
-                        nvcc time down.
-  EXTENSION_CPP_SANITIZE  a -fsanitize= list for the C++ files, e.g.
-                        address,undefined (scripts/sanitize.sh, `make sanitize`);
-                        never for a release build.
+Environment variables: see build_options.py (EXTENSION_CPP_CUDA,
+TORCH_CUDA_ARCH_LIST, EXTENSION_CPP_SANITIZE).
 """
 
 import os
@@ -17,42 +9,16 @@ import sys
 
 from setuptools import find_packages, setup
 
-# The CUDA toolkit here may sit behind an `nvcc` wrapper in /usr/local/bin,
-# which would make torch guess CUDA_HOME=/usr/local. Point it at the toolkit
-# before torch.utils.cpp_extension reads the environment.
-if not os.environ.get("CUDA_HOME") and not os.environ.get("CUDA_PATH"):
-    if os.path.exists("/usr/local/cuda/bin/nvcc"):
-        os.environ["CUDA_HOME"] = "/usr/local/cuda"
+ROOT = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, ROOT)
+
+# build_options sets CUDA_HOME, so it comes before torch.utils.cpp_extension.
+from build_options import flags, set_cuda_archs, use_cuda  # noqa: E402
+
+# isort: split
 
 import torch  # noqa: E402
-from torch.utils import cpp_extension  # noqa: E402
-from torch.utils.cpp_extension import (  # noqa: E402
-    CUDA_HOME,
-    BuildExtension,
-    CppExtension,
-    CUDAExtension,
-)
-
-ROOT = os.path.dirname(os.path.abspath(__file__))
-PY_LIMITED_API = "0x03090000"  # CPython 3.9: the oldest Python the wheel supports
-RELEASE_CUDA_ARCHS = "7.5;8.0;8.6;8.9;9.0;10.0;12.0+PTX"
-
-
-def use_cuda() -> bool:
-    setting = os.environ.get("EXTENSION_CPP_CUDA", "auto").strip().lower()
-    possible = torch.version.cuda is not None and CUDA_HOME is not None
-    if setting in ("1", "on", "true", "yes"):
-        if not possible:
-            sys.exit(
-                "EXTENSION_CPP_CUDA=1, but CUDA kernels cannot be built: "
-                f"torch.version.cuda={torch.version.cuda!r}, CUDA_HOME={CUDA_HOME!r}"
-            )
-        return True
-    if setting in ("0", "off", "false", "no"):
-        return False
-    if setting != "auto":
-        sys.exit(f"EXTENSION_CPP_CUDA must be auto, 1 or 0, got {setting!r}")
-    return possible
+from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension  # noqa: E402
 
 
 def sources(folder: str, suffix: str) -> list[str]:
@@ -71,29 +37,7 @@ def write_build_info(with_cuda: bool) -> None:
 def extension():
     with_cuda = use_cuda()
     write_build_info(with_cuda)
-    cxx_flags = ["-O3"]
-    link_flags = []
-    if sys.platform.startswith("linux"):
-        # at::parallel_for is a header template that only runs in parallel
-        # when the including file is compiled with OpenMP; without this flag
-        # the CPU kernels run on one thread whatever torch.get_num_threads()
-        # says. libgomp.so.1 resolves to the copy torch has already loaded
-        # (keep it out of the wheel: auditwheel repair --exclude libgomp.so.1).
-        cxx_flags.append("-fopenmp")
-        link_flags.append("-fopenmp")
-    # Recent torch defines Py_LIMITED_API itself for py_limited_api builds
-    # (to 3.10); older releases leave it to us. csrc/python_module.cpp, the
-    # only file that includes Python.h, pins it to 3.9 either way.
-    if not hasattr(cpp_extension, "min_supported_cpython"):
-        cxx_flags.append(f"-DPy_LIMITED_API={PY_LIMITED_API}")
-    sanitize = os.environ.get("EXTENSION_CPP_SANITIZE", "").strip()
-    if sanitize:
-        # -O1 and frame pointers: readable stacks in the reports. Every UB kind
-        # is fatal, so a report cannot scroll past unnoticed.
-        cxx_flags[0] = "-O1"
-        cxx_flags += [f"-fsanitize={sanitize}", "-fno-sanitize-recover=all"]
-        cxx_flags += ["-fno-omit-frame-pointer", "-g"]
-        link_flags.append(f"-fsanitize={sanitize}")
+    cxx_flags, link_flags = flags(openmp=True)
     files = sources("", ".cpp") + sources("cpu", ".cpp")
     if sys.platform.startswith("linux"):
         # Keep whatever a static library brings into _C private to it. On our
@@ -115,7 +59,7 @@ def extension():
             extra_link_args=link_flags,
             py_limited_api=True,
         )
-    os.environ.setdefault("TORCH_CUDA_ARCH_LIST", RELEASE_CUDA_ARCHS)
+    set_cuda_archs()
     return CUDAExtension(
         "extension_cpp._C",
         files + sources("cuda", ".cu"),

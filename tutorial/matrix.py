@@ -25,7 +25,7 @@ class Fail:
 
 PASS = "pass"
 
-STAGES = ["01_define", "02_impl", "03_fake", "04_autograd", "05_mymul_backward"]
+STAGES = ["01_define", "02_impl", "03_fake", "04_autograd", "05_mymul_backward", "06_stable_abi"]
 REFERENCE = "reference"  # the installed extension_cpp package (csrc/ at the repo root)
 
 # (key, column title, what it runs); order is the table's column order.
@@ -39,9 +39,18 @@ CHECKS = [
     ("compile", "compile", "torch.compile(fullgraph=True) of the three ops vs. eager"),
     ("gradcheck", "gradcheck", "gradcheck and gradgradcheck of mymuladd and mymul, float64"),
     ("backward_mymul", "bwd mymul", "mymuladd's backward dispatches extension_cpp::mymul"),
+    (
+        "other_torch",
+        "other torch",
+        "loads on a torch other than the one it was built with and runs the three ops on CPU; "
+        "its library needs no libtorch C++ symbol (nm), so later releases load it too",
+    ),
 ]
 CHECK_KEYS = [key for key, _, _ in CHECKS]
 CUDA_CHECKS = {"eager_cuda"}
+# Checks that need something the machine may lack, and skip, saying what:
+# a GPU, or a second torch release (tutorial/buildcache.py, other_torch_python).
+MAY_SKIP = CUDA_CHECKS | {"other_torch"}
 
 _NO_CPU = Fail(
     "Could not run 'extension_cpp::mymuladd' with arguments from the 'CPU' backend",
@@ -62,6 +71,10 @@ _NO_AUTOGRAD = Fail(
     "no autograd formula",
 )
 _BWD_TORCH_MUL = Fail("aten.mul.Tensor, aten.mul.Tensor", "backward calls torch.mul")
+# Steps 2 to 5 use the classic libtorch C++ API. Built against torch 2.14 they
+# happen to load on 2.13, but their library needs libtorch C++ symbols, which
+# change between releases: nothing promises the next one has them.
+_OTHER_TORCH = Fail("libtorch C++ symbols", "needs libtorch C++ symbols")
 
 # Note test_autograd_registration at steps 2 and 3: it passes. It catches an
 # autograd formula registered in the wrong place (inside a CPU/CUDA kernel),
@@ -78,6 +91,9 @@ EXPECTED: dict[str, dict[str, str | Fail]] = {
         "compile": _NO_FAKE,
         "gradcheck": _NO_CPU,
         "backward_mymul": _NO_CPU,
+        # It loads (it registers schemas only, with symbols torch 2.13 happens
+        # to share), then has no kernel to run.
+        "other_torch": _NO_CPU,
     },
     "02_impl": {
         "eager_cpu": PASS,
@@ -89,6 +105,7 @@ EXPECTED: dict[str, dict[str, str | Fail]] = {
         "compile": _NO_FAKE,
         "gradcheck": _NO_AUTOGRAD,
         "backward_mymul": _NO_AUTOGRAD,
+        "other_torch": _OTHER_TORCH,
     },
     "03_fake": {
         "eager_cpu": PASS,
@@ -100,13 +117,20 @@ EXPECTED: dict[str, dict[str, str | Fail]] = {
         "compile": PASS,
         "gradcheck": _NO_AUTOGRAD,
         "backward_mymul": _NO_AUTOGRAD,
+        "other_torch": _OTHER_TORCH,
     },
     "04_autograd": {
         **dict.fromkeys(CHECK_KEYS, PASS),
         "backward_mymul": _BWD_TORCH_MUL,
+        "other_torch": _OTHER_TORCH,
     },
-    "05_mymul_backward": dict.fromkeys(CHECK_KEYS, PASS),
-    REFERENCE: dict.fromkeys(CHECK_KEYS, PASS),
+    "05_mymul_backward": {**dict.fromkeys(CHECK_KEYS, PASS), "other_torch": _OTHER_TORCH},
+    "06_stable_abi": dict.fromkeys(CHECK_KEYS, PASS),
+    # The reference package (classic ABI) refuses another torch at import, in words.
+    REFERENCE: {
+        **dict.fromkeys(CHECK_KEYS, PASS),
+        "other_torch": Fail("extension_cpp was built against torch", "refuses another torch"),
+    },
 }
 
 # Files (relative to the checkpoint) that step N may add or change relative
@@ -125,6 +149,13 @@ STEP_FILES: dict[str, set[str]] = {
     "03_fake": {"extension_cpp/ops.py"},
     "04_autograd": {"extension_cpp/ops.py"},
     "05_mymul_backward": {"extension_cpp/ops.py"},
+    "06_stable_abi": {
+        "setup.py",
+        "csrc/checks.h",
+        "csrc/muladd.cpp",
+        "csrc/muladd_cuda.cu",
+        "extension_cpp/__init__.py",
+    },
 }
 ONLY_ADDS: dict[str, set[str]] = {
     "03_fake": {"extension_cpp/ops.py"},

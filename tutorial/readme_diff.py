@@ -17,7 +17,7 @@ from pathlib import Path
 
 TUTORIAL = Path(__file__).resolve().parent
 BEGIN, END = "<!-- diff:begin -->", "<!-- diff:end -->"
-STAGES = ["01_define", "02_impl", "03_fake", "04_autograd", "05_mymul_backward"]
+STAGES = ["01_define", "02_impl", "03_fake", "04_autograd", "05_mymul_backward", "06_stable_abi"]
 SKIP_PARTS = {"build", "__pycache__"}
 
 

@@ -1,8 +1,9 @@
 // The CPU elementwise loop: out[i] = op(a[i], b[i]) over a BinaryLayout.
 //
 // Takes raw pointers and the merged layout, so it does not depend on the
-// binding. Work is split with at::parallel_for, which follows
-// torch.get_num_threads(). binary_kernel picks one of three loops:
+// binding: the classic build and the stable-ABI one (csrc/stable/) compile
+// this same file. Work is split with runtime.h's parallel_for (ATen's thread
+// pool), which follows torch.get_num_threads(). binary_kernel picks one of three loops:
 //   * one dense run (contiguous, or any layout the inputs share with the
 //     output): the vectorised run loop below, over all of it;
 //   * a transposed input (use_tiles): cache-blocked tiles, see tiled_loop;
@@ -32,13 +33,6 @@
 // at a time in software otherwise).
 #pragma once
 
-#include <ATen/OpMathType.h>
-#include <ATen/Parallel.h>
-#include <ATen/Version.h>
-#include <c10/macros/Macros.h>
-#include <c10/util/BFloat16.h>
-#include <c10/util/Half.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -63,7 +57,9 @@
 #define EXTENSION_CPP_X86_DISPATCH 0
 #endif
 
+#include "../dispatch.h"
 #include "../elementwise.h"
+#include "runtime.h"
 
 namespace extension_cpp::cpu {
 
@@ -199,7 +195,7 @@ C10_ALWAYS_INLINE void reduced_block(scalar_t* out, const scalar_t* a, const sca
 template <Isa isa, typename P, typename scalar_t, typename Op>
 C10_ALWAYS_INLINE void run_body(scalar_t* out, const scalar_t* a, const scalar_t* b, int64_t n,
                                 Op op) {
-  using T = at::opmath_type<scalar_t>;
+  using T = opmath_t<scalar_t>;
   constexpr int64_t sa = P::a_dense ? 1 : 0, sb = P::b_dense ? 1 : 0;
   if constexpr (std::is_same_v<T, scalar_t>) {
     for (int64_t i = 0; i < n; ++i) {
@@ -273,7 +269,7 @@ EXTENSION_CPP_TARGET_AVX2 void run_avx2(scalar_t* out, const scalar_t* a, const 
 // been told to stay below AVX2 (ATEN_CPU_CAPABILITY=default).
 inline bool use_avx2() {
   static const bool yes = [] {
-    const std::string capability = at::get_cpu_capability();
+    const std::string capability = cpu_capability();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
            (capability == "AVX2" || capability == "AVX512");
   }();
@@ -289,9 +285,9 @@ EXTENSION_CPP_TARGET_AVX512 void run_avx512(scalar_t* out, const scalar_t* a, co
 }
 
 inline bool use_avx512() {
-  static const bool yes =
-      use_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && at::get_cpu_capability() == "AVX512";
+  static const bool yes = use_avx2() && __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl") && cpu_capability() == "AVX512";
   return yes;
 }
 #endif
@@ -345,7 +341,7 @@ inline void carry(const BinaryLayout& l, int64_t* index, Offsets& o, int from) {
 template <typename scalar_t, typename Op>
 void strided_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout& l,
                   int64_t begin, int64_t end, RunFn<scalar_t, Op> run_fn, Op op) {
-  using T = at::opmath_type<scalar_t>;
+  using T = opmath_t<scalar_t>;
   int64_t index[kMaxDims];
   Offsets o{0, 0, 0};
   int64_t rest = begin;
@@ -558,7 +554,7 @@ void tiled_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const Binar
            (l.strides[t][0] == 0 && l.strides[t][1] == 0);
   };
   const bool whole_rows = t0 == n0 && continues(0) && continues(1) && continues(2);
-  at::parallel_for(0, outer * tiles1 * tiles0, grain, [&](int64_t begin, int64_t end) {
+  parallel_for(0, outer * tiles1 * tiles0, grain, [&](int64_t begin, int64_t end) {
     scalar_t buf[2][kTileElems];  // buf[t - 1] holds input t's tile
     for (int64_t tile = begin; tile < end; ++tile) {
       // Which tile: dimension 0 fastest, then 1, then the outer dimensions.
@@ -610,13 +606,13 @@ void binary_kernel(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bi
       run_fn(out, a, b, l.numel, 1, 1, Rows{}, op);
       return;
     }
-    at::parallel_for(0, l.numel, kGrainSize, [&](int64_t begin, int64_t end) {
+    parallel_for(0, l.numel, kGrainSize, [&](int64_t begin, int64_t end) {
       run_fn(out + begin, a + begin, b + begin, end - begin, 1, 1, Rows{}, op);
     });
   } else if (use_tiles(l)) {
     tiled_loop(out, a, b, l, run_fn, op);
   } else {
-    at::parallel_for(0, l.numel, kGrainSize, [&](int64_t begin, int64_t end) {
+    parallel_for(0, l.numel, kGrainSize, [&](int64_t begin, int64_t end) {
       strided_loop(out, a, b, l, begin, end, run_fn, op);
     });
   }

@@ -22,6 +22,7 @@
 // Launches go to the current stream of the inputs' device (never the legacy
 // default stream, which breaks under CUDA graphs: pytorch/pytorch#157363) and
 // are checked with C10_CUDA_KERNEL_LAUNCH_CHECK.
+#include <ATen/OpMathType.h>
 #include <ATen/cuda/EmptyTensor.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAFunctions.h>

@@ -358,13 +358,19 @@ def _include_or_missing(name: str, what: str, command: str) -> str:
 
 
 def _conformance_fragment() -> str:
-    """The committed GPU run first (every CUDA case ran), then this machine's run."""
+    """The committed GPU run first (every CUDA case ran), then this machine's
+    runs: the classic build, then the stable-ABI one."""
     import render_results
 
     sections = []
     for name, title, command in (
         ("conformance-gpu.xml", "On a GPU machine", "make test-conformance on a GPU machine"),
         ("conformance.xml", "On the machine that built these docs", "make test"),
+        (
+            "conformance-stable.xml",
+            "The stable-ABI build (extension_cpp_stable), on the machine that built these docs",
+            "make test",
+        ),
     ):
         path = os.path.join(RESULTS, name)
         body = (

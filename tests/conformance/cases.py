@@ -1,27 +1,61 @@
-"""Parameters shared by the conformance tests: devices, dtypes, layouts, ops.
+"""Parameters shared by the conformance tests: the build, devices, dtypes, layouts, ops.
 
 Everything here is data plus small factories, so a test module reads as
 "for every device x dtype x layout, this holds". CUDA cases are always
 generated and skip only when no GPU is present. SPECS describes our ops to
 extension_cpp.testing, which generates the checks every op needs
 (test_harness.py); the other modules test what is specific to ours.
+
+The suite runs once per build: EXTENSION_CPP_BUILD=classic (the default)
+tests the extension_cpp package, EXTENSION_CPP_BUILD=stable the stable-ABI
+extension_cpp_stable (stable/). Tests call the ops through ``pkg`` and
+``ops_ns`` below, never through a package name. The harness itself
+(extension_cpp.testing) is pure Python and comes from the classic package.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import os
 from typing import Callable
 
 import pytest
 import torch
 
-import extension_cpp
 from extension_cpp import testing
 from extension_cpp.testing import DTYPES, TOLERANCES, dtype_id  # noqa: F401  (the tests' imports)
 
+BUILDS = {"classic": "extension_cpp", "stable": "extension_cpp_stable"}
+BUILD = os.environ.get("EXTENSION_CPP_BUILD", "classic")
+if BUILD not in BUILDS:
+    raise ValueError(f"EXTENSION_CPP_BUILD must be one of {sorted(BUILDS)}, got {BUILD!r}")
+PACKAGE = BUILDS[BUILD]  # also the op namespace: torch.ops.<PACKAGE>
+STABLE = BUILD == "stable"
+pkg = importlib.import_module(PACKAGE)
+ops_ns = getattr(torch.ops, PACKAGE)
+
+
+def classic_only(reason: str):
+    """Skips a test in the stable build's run, saying why it cannot apply there."""
+    return pytest.mark.skipif(STABLE, reason=f"stable-ABI build: {reason}")
+
+
 HAS_CUDA = torch.cuda.is_available()
-requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
-requires_two_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs")
+# Why the CUDA cases cannot run here, or "" where they can. The stable build
+# has CPU kernels only so far: its CUDA binding waits for the CUDA kernels to
+# move into a header it can share (issue #11).
+NO_CUDA_REASON = (
+    "needs a CUDA GPU"
+    if not HAS_CUDA
+    else "stable-ABI build: no CUDA kernels yet (issue #11)"
+    if STABLE
+    else ""
+)
+requires_cuda = pytest.mark.skipif(bool(NO_CUDA_REASON), reason=NO_CUDA_REASON or "runs")
+requires_two_gpus = pytest.mark.skipif(
+    torch.cuda.device_count() < 2 or STABLE, reason=NO_CUDA_REASON or "needs two CUDA GPUs"
+)
 
 
 def devices() -> list:
@@ -52,14 +86,14 @@ def make_inputs(layout: str, dtype=torch.float32, device="cpu", requires_grad=Fa
 @dataclasses.dataclass(frozen=True)
 class Op:
     name: str
-    call: Callable  # (a, b) -> Tensor, through extension_cpp.ops
+    call: Callable  # (a, b) -> Tensor, through the package's public functions
     reference: Callable  # (a, b) -> Tensor, in PyTorch
     args: Callable  # (a, b) -> tuple of arguments for the raw op
     exact: bool  # result must equal PyTorch's bit for bit
 
     @property
     def overload(self):
-        return getattr(torch.ops.extension_cpp, self.name).default
+        return getattr(ops_ns, self.name).default
 
 
 C = 1.25
@@ -67,14 +101,14 @@ C = 1.25
 
 def _myadd_out_call(a, b):
     out = torch.empty(a.shape, dtype=a.dtype, device=a.device)
-    extension_cpp.myadd_out(a, b, out)
+    pkg.myadd_out(a, b, out)
     return out
 
 
 OPS = {
     "mymuladd": Op(
         "mymuladd",
-        call=lambda a, b: extension_cpp.mymuladd(a, b, C),
+        call=lambda a, b: pkg.mymuladd(a, b, C),
         # Rounded once from float64: ours rounds once from float, eager rounds twice.
         reference=lambda a, b: (a.double() * b.double() + C).to(a.dtype),
         args=lambda a, b: (a, b, C),
@@ -82,7 +116,7 @@ OPS = {
     ),
     "mymul": Op(
         "mymul",
-        call=extension_cpp.mymul,
+        call=pkg.mymul,
         reference=torch.mul,
         args=lambda a, b: (a, b),
         exact=True,
@@ -111,8 +145,8 @@ def assert_matches_reference(op: Op, out: torch.Tensor, a: torch.Tensor, b: torc
 # which rounds once from float64): what the autodiff-mode, vmap and autocast
 # tests compare against.
 OURS = {
-    "mymuladd": lambda a, b: extension_cpp.mymuladd(a, b, C),
-    "mymul": extension_cpp.mymul,
+    "mymuladd": lambda a, b: pkg.mymuladd(a, b, C),
+    "mymul": pkg.mymul,
 }
 AS_TORCH = {
     "mymuladd": lambda a, b: a * b + C,
@@ -121,16 +155,27 @@ AS_TORCH = {
 
 
 # Our ops as extension_cpp.testing sees them: what test_harness.py runs.
+# The stable build has CPU kernels only so far (NO_CUDA_REASON): until its
+# CUDA binding lands, the harness runs its CPU cases alone.
+_SPEC_DEVICES = ("cpu",) if STABLE else ("cpu", "cuda")
+
 SPECS = {
     "mymuladd": testing.OpSpec(
-        extension_cpp.mymuladd,
+        pkg.mymuladd,
         # Rounded once from float64, laid out as torch.mul(a, b).
         reference=lambda a, b, c: torch.mul(a, b).copy_(a.double() * b.double() + c),
         extra_args=(C,),
         autodiff=tuple(testing.MODES),
+        devices=_SPEC_DEVICES,
     ),
     "mymul": testing.OpSpec(
-        extension_cpp.mymul, reference=torch.mul, exact=True, autodiff=tuple(testing.MODES)
+        pkg.mymul,
+        reference=torch.mul,
+        exact=True,
+        autodiff=tuple(testing.MODES),
+        devices=_SPEC_DEVICES,
     ),
-    "myadd_out": testing.OpSpec(extension_cpp.myadd_out, reference=torch.add, out=True, exact=True),
+    "myadd_out": testing.OpSpec(
+        pkg.myadd_out, reference=torch.add, out=True, exact=True, devices=_SPEC_DEVICES
+    ),
 }

@@ -8,6 +8,7 @@ Rank 0 writes {case: {"correct": bool, "collectives": int, "placements": str}}.
 """
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -19,10 +20,10 @@ import torch.distributed as dist
 WORLD = 2
 
 
-def cases(mesh, device):
+def cases(mesh, device, package):
     from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
 
-    import extension_cpp
+    pkg = importlib.import_module(package)  # extension_cpp or extension_cpp_stable
 
     g = torch.Generator().manual_seed(0)
     A, B = (torch.randn(4, 6, generator=g).to(device) for _ in range(2))
@@ -31,7 +32,7 @@ def cases(mesh, device):
         return distribute_tensor(t, mesh, [placement])
 
     def add_out(a, b, out):
-        extension_cpp.myadd_out(a, b, out)
+        pkg.myadd_out(a, b, out)
         return out
 
     # Each case: name, its inputs as DTensors, the op, the expected result.
@@ -42,19 +43,19 @@ def cases(mesh, device):
         yield (
             f"mymuladd {p_name}",
             (a, b),
-            lambda x, y: extension_cpp.mymuladd(x, y, 0.5),
+            lambda x, y: pkg.mymuladd(x, y, 0.5),
             A * B + 0.5,
         )
-        yield f"mymul {p_name}", (a, b), extension_cpp.mymul, A * B
+        yield f"mymul {p_name}", (a, b), pkg.mymul, A * B
         yield f"myadd_out {p_name}", (a, b, zeros), add_out, A + B
     yield (
         "mymul Shard(0) x Shard(1)",
         (dt(A, Shard(0)), dt(B, Shard(1))),
-        extension_cpp.mymul,
+        pkg.mymul,
         A * B,
     )
     half = DTensor.from_local(A / WORLD, mesh, [Partial()])  # each rank holds half of A
-    yield "mymul Partial x Replicate", (half, dt(B, Replicate())), extension_cpp.mymul, A * B
+    yield "mymul Partial x Replicate", (half, dt(B, Replicate())), pkg.mymul, A * B
     yield (
         "myadd_out Shard(1) inputs, Shard(0) out",
         (dt(A, Shard(1)), dt(B, Shard(1)), dt(torch.zeros_like(A), Shard(0))),
@@ -63,7 +64,7 @@ def cases(mesh, device):
     )
 
 
-def run(rank, backend, init_file, result_file):
+def run(rank, backend, package, init_file, result_file):
     device = "cuda" if backend == "nccl" else "cpu"
     if device == "cuda":
         torch.cuda.set_device(rank)
@@ -73,7 +74,7 @@ def run(rank, backend, init_file, result_file):
 
     mesh = init_device_mesh(device, (WORLD,))
     results = {}
-    for name, inputs, op, want in cases(mesh, device):
+    for name, inputs, op, want in cases(mesh, device, package):
         with CommDebugMode() as comm:
             out = op(*inputs)
         results[name] = {
@@ -95,9 +96,12 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("result")
     parser.add_argument("--backend", default="gloo", choices=["gloo", "nccl"])
+    parser.add_argument("--package", default="extension_cpp", help="the build under test")
     args = parser.parse_args()
     init_file = os.path.join(tempfile.mkdtemp(), "init")
-    torch.multiprocessing.spawn(run, args=(args.backend, init_file, args.result), nprocs=WORLD)
+    torch.multiprocessing.spawn(
+        run, args=(args.backend, args.package, init_file, args.result), nprocs=WORLD
+    )
 
 
 if __name__ == "__main__":

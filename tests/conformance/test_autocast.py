@@ -11,9 +11,7 @@ flowing back to each input in its own dtype.
 import pytest
 import torch
 
-import extension_cpp
-
-from .cases import AS_TORCH, OURS, TOLERANCES, devices
+from .cases import AS_TORCH, OURS, TOLERANCES, devices, pkg
 
 # device -> the autocast dtypes PyTorch offers there.
 AUTOCAST_DTYPES = {"cpu": [torch.bfloat16, torch.float16], "cuda": [torch.float16, torch.bfloat16]}
@@ -93,7 +91,7 @@ def test_myadd_out_under_autocast_writes_outs_dtype(device, low):
     a, b = _inputs(device, (low, torch.float32))
     out = torch.empty(4, 5, device=device, dtype=low)
     with torch.autocast(device, dtype=low):
-        extension_cpp.myadd_out(a, b, out)
+        pkg.myadd_out(a, b, out)
     torch.testing.assert_close(out, (a.float() + b).to(low), **TOLERANCES[low])
 
 
@@ -101,4 +99,4 @@ def test_non_floating_input_under_autocast_is_the_usual_error():
     a, b = torch.ones(3, dtype=torch.int32), torch.ones(3)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         with pytest.raises(RuntimeError, match="mymul: expected a to have a floating-point dtype"):
-            extension_cpp.mymul(a, b)
+            pkg.mymul(a, b)

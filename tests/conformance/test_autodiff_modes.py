@@ -16,15 +16,14 @@ import torch
 import torch.autograd.forward_ad as fwAD
 from torch import func
 
-import extension_cpp
 from extension_cpp.testing import MODES
 
-from .cases import AS_TORCH, OURS, C, devices
+from .cases import AS_TORCH, OURS, PACKAGE, STABLE, C, devices, ops_ns, pkg
 from .test_autograd import RecordOps
 
 RAW = {
-    "mymuladd": lambda a, b: torch.ops.extension_cpp.mymuladd(a, b, C),
-    "mymul": torch.ops.extension_cpp.mymul,
+    "mymuladd": lambda a, b: ops_ns.mymuladd(a, b, C),
+    "mymul": ops_ns.mymul,
 }
 
 
@@ -35,7 +34,7 @@ def _run(mode, f, a, b, ta, tb):
     return MODES[mode](f, [a, b], [ta, tb])
 
 
-# Modes that torch.ops.extension_cpp.* supports directly: forward mode lives
+# Modes that the raw ops (torch.ops.<package>.*) support directly: forward mode lives
 # in the C++ autograd kernel; torch.func's reverse-mode transforms need the
 # public functions (see test_raw_op_under_func_grad_names_the_way_out).
 RAW_MODES = ["reverse", "jvp", "jvp-first-only", "jacfwd", "forward_ad", "forward_ad-last-only"]
@@ -64,7 +63,7 @@ def test_raw_op_mode_matches_torch(op_name, device, mode):
 @pytest.mark.parametrize("mode", ["grad", "vjp", "jacrev", "hessian", "vmap-grad"])
 @pytest.mark.parametrize("op_name", list(RAW))
 def test_raw_op_under_func_grad_names_the_way_out(op_name, mode):
-    with pytest.raises(RuntimeError, match=rf"torch.ops.extension_cpp.{op_name} was called under"):
+    with pytest.raises(RuntimeError, match=rf"torch.ops.{PACKAGE}.{op_name} was called under"):
         _run(mode, RAW[op_name], *_inputs("cpu"))
 
 
@@ -80,7 +79,7 @@ def test_derivatives_run_our_mymul(op_name, mode):
             func.grad(lambda x: f(x, b).sum())(a)
         else:
             _run(mode, f, a, b, ta, tb)
-    assert rec.ops.count("extension_cpp.mymul") >= (2 if op_name == "mymul" else 1), rec.ops
+    assert rec.ops.count(f"{PACKAGE}.mymul") >= (2 if op_name == "mymul" else 1), rec.ops
     assert "aten.mul" not in rec.ops
 
 
@@ -88,7 +87,7 @@ def test_forward_ad_tangent_is_not_silently_dropped():
     """The bug this file exists for: the tangent used to be None (a zero jvp)."""
     a, b, ta, _ = _inputs("cpu")
     with fwAD.dual_level():
-        out = extension_cpp.mymul(fwAD.make_dual(a, ta), b)
+        out = pkg.mymul(fwAD.make_dual(a, ta), b)
         tangent = fwAD.unpack_dual(out).tangent
     assert tangent is not None
     torch.testing.assert_close(tangent, ta * b)
@@ -102,7 +101,7 @@ def test_myadd_out_refuses_forward_ad(dual):
         args = {"a": a, "b": b, "out": out}
         args[dual] = fwAD.make_dual(args[dual], ta)
         with pytest.raises(RuntimeError, match=f"do not support forward-mode .* but {dual} has"):
-            extension_cpp.myadd_out(**args)
+            pkg.myadd_out(**args)
 
 
 def test_myadd_out_refuses_func_jvp():
@@ -110,7 +109,7 @@ def test_myadd_out_refuses_func_jvp():
 
     def add(x):
         out = torch.empty_like(x)
-        extension_cpp.myadd_out(x, b, out)
+        pkg.myadd_out(x, b, out)
         return out
 
     with pytest.raises(RuntimeError, match="myadd_out: out= operations do not support"):
@@ -133,6 +132,12 @@ COMPILED_MODES = ["jvp", "jvp-first-only", "jacfwd", "vmap"]
 @pytest.mark.parametrize("device", devices())
 @pytest.mark.parametrize("op_name", list(OURS))
 def test_compiled_mode_matches_torch(op_name, device, mode):
+    if STABLE and mode != "vmap":
+        # The stable build's Autograd kernel is Python (stable/extension_cpp_stable/
+        # _autograd.py): its tangent comes from fwAD.make_dual, which AOTAutograd
+        # refuses to trace ("Nested forward mode AD is not supported"). Eager
+        # forward mode works: test_mode_matches_torch, test_raw_op_mode_matches_torch.
+        pytest.skip("stable-ABI build: forward mode in a Python Autograd kernel does not compile")
     if mode == "jacfwd" and torch.torch_version.TorchVersion(torch.__version__) < (2, 14):
         # Seen on torch 2.11 (the GPU machine): Dynamo cannot trace jacfwd's
         # own basis (torch/_functorch/eager_transforms.py fills
@@ -158,5 +163,9 @@ def test_compiled_func_grad_raises_instead_of_a_wrong_gradient(op_name):
     compiled = torch.compile(
         lambda a, b: _run("grad", OURS[op_name], a, b, None, None), fullgraph=True
     )
-    with pytest.raises(Exception, match=f"extension_cpp.{op_name} was called under"):
+    # Up to torch 2.14 Dynamo traces into the op, whose Autograd kernel names
+    # the public function; torch 2.15's Dynamo refuses the autograd.Function
+    # with a custom jvp (ops._Product) before that. Either way: an error.
+    refused = f"{PACKAGE}.{op_name} was called under|Unsupported custom jvp"
+    with pytest.raises(Exception, match=refused):
         compiled(a, b)

@@ -6,9 +6,7 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-import extension_cpp
-
-from .cases import FUNCTIONAL_OPS, LAYOUTS, OPS, C, devices, make_inputs
+from .cases import FUNCTIONAL_OPS, LAYOUTS, OPS, PACKAGE, C, devices, make_inputs, pkg
 
 # Layouts whose every element has its own memory (not expanded, not empty):
 # gradcheck's and a gradient's layouts.
@@ -19,7 +17,7 @@ GRAD_LAYOUTS = [name for name, layout in LAYOUTS.items() if layout.perturbable]
 def test_third_derivative(device):
     """mymul's backward is built from mymul, so derivatives of any order exist."""
     a = torch.tensor(3.0, dtype=torch.float64, device=device, requires_grad=True)
-    y = extension_cpp.mymul(extension_cpp.mymul(a, a), a)  # a^3
+    y = pkg.mymul(pkg.mymul(a, a), a)  # a^3
     (g1,) = torch.autograd.grad(y, a, create_graph=True)  # 3a^2
     (g2,) = torch.autograd.grad(g1, a, create_graph=True)  # 6a
     (g3,) = torch.autograd.grad(g2, a)  # 6
@@ -64,8 +62,8 @@ def test_backward_dispatches_mymul(op_name, device):
     out = OPS[op_name].call(a, b)
     with RecordOps() as recorded:
         out.backward(torch.ones_like(out))
-    products = [name for name in recorded.ops if name.startswith("extension_cpp.")]
-    assert products == ["extension_cpp.mymul", "extension_cpp.mymul"], recorded.ops
+    products = [name for name in recorded.ops if name.startswith(f"{PACKAGE}.")]
+    assert products == [f"{PACKAGE}.mymul"] * 2, recorded.ops
     assert "aten.mul" not in recorded.ops
 
 
@@ -119,15 +117,15 @@ def test_myadd_out_refuses_autograd(device, arg):
         match=f"myadd_out: out= operations do not support automatic differentiation, "
         f"but {arg} requires grad",
     ):
-        extension_cpp.myadd_out(a, b, out)
+        pkg.myadd_out(a, b, out)
     with torch.no_grad():
-        extension_cpp.myadd_out(a, b, out)
+        pkg.myadd_out(a, b, out)
     torch.testing.assert_close(out, (a + b).detach())
 
 
 def test_mymuladd_c_has_no_gradient():
     a, b = make_inputs("contiguous", torch.float64, requires_grad=True)
-    out = extension_cpp.mymuladd(a, b, C)
+    out = pkg.mymuladd(a, b, C)
     (ga, gb) = torch.autograd.grad(out.sum(), (a, b))
     torch.testing.assert_close(ga, b.detach())
 

@@ -14,14 +14,14 @@ import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
-import extension_cpp
+from .cases import PACKAGE, pkg
 
 CALLS = {
-    "mymuladd": (lambda a, b: extension_cpp.mymuladd(a, b, 0.5), "extension_cpp.mymuladd.default"),
-    "mymul": (lambda a, b: extension_cpp.mymul(a, b), "extension_cpp.mymul.default"),
+    "mymuladd": (lambda a, b: pkg.mymuladd(a, b, 0.5), f"{PACKAGE}.mymuladd.default"),
+    "mymul": (lambda a, b: pkg.mymul(a, b), f"{PACKAGE}.mymul.default"),
     "myadd_out": (
-        lambda a, b: extension_cpp.myadd_out(a, b, torch.empty_like(a)),
-        "extension_cpp.myadd_out.default",
+        lambda a, b: pkg.myadd_out(a, b, torch.empty_like(a)),
+        f"{PACKAGE}.myadd_out.default",
     ),
 }
 OP_NAMES = list(CALLS)
@@ -100,15 +100,15 @@ def test_export_records_the_ops(strict):
     class M(torch.nn.Module):
         def forward(self, a, b):
             out = torch.empty_like(a)
-            extension_cpp.myadd_out(extension_cpp.mymuladd(a, b, 0.5), b, out)
-            return extension_cpp.mymul(out, a)
+            pkg.myadd_out(pkg.mymuladd(a, b, 0.5), b, out)
+            return pkg.mymul(out, a)
 
     a, b = torch.randn(4, 3), torch.randn(4, 3)
     exported = torch.export.export(M(), (a, b), strict=strict)
     targets = {str(n.target) for n in exported.graph.nodes if n.op == "call_function"}
     assert {
-        "extension_cpp.mymuladd.default",
-        "extension_cpp.mymul.default",
-        "extension_cpp.myadd_out.default",
+        f"{PACKAGE}.mymuladd.default",
+        f"{PACKAGE}.mymul.default",
+        f"{PACKAGE}.myadd_out.default",
     } <= targets
     torch.testing.assert_close(exported.module()(a, b), M()(a, b))

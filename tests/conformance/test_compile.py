@@ -11,17 +11,15 @@ import pytest
 import torch
 from torch._dynamo.testing import CompileCounterWithBackend
 
-import extension_cpp
-
-from .cases import LAYOUTS, devices, make_inputs, requires_cuda
+from .cases import LAYOUTS, PACKAGE, devices, make_inputs, pkg, requires_cuda
 
 
 def pipeline(a, b):
     """Uses all three ops between regular PyTorch ops."""
-    x = extension_cpp.mymuladd(a, b, 0.5)
-    y = extension_cpp.mymul(x.sin(), b)
+    x = pkg.mymuladd(a, b, 0.5)
+    y = pkg.mymul(x.sin(), b)
     out = torch.empty_like(y)
-    extension_cpp.myadd_out(y, x, out)
+    pkg.myadd_out(y, x, out)
     return out * 2
 
 
@@ -54,9 +52,9 @@ def test_compile_graph_contains_the_ops(device):
     torch.compile(pipeline, backend=capture, fullgraph=True)(a, b)
     targets = {str(n.target) for n in graphs[0].graph.nodes if n.op == "call_function"}
     assert {
-        "extension_cpp.mymuladd.default",
-        "extension_cpp.mymul.default",
-        "extension_cpp.myadd_out.default",
+        f"{PACKAGE}.mymuladd.default",
+        f"{PACKAGE}.mymul.default",
+        f"{PACKAGE}.myadd_out.default",
     } <= targets
 
 
@@ -72,7 +70,7 @@ def test_compile_dynamic_does_not_recompile(device):
 @pytest.mark.parametrize("device", devices())
 def test_compile_backward_matches_eager(device):
     def loss(a, b):
-        return extension_cpp.mymul(extension_cpp.mymuladd(a, b, 1.0), a).sum()
+        return pkg.mymul(pkg.mymuladd(a, b, 1.0), a).sum()
 
     a, b = make_inputs("transposed", torch.float64, device, requires_grad=True)
     expected = torch.autograd.grad(loss(a, b), (a, b))
@@ -86,7 +84,7 @@ class Module(torch.nn.Module):
         self.register_buffer("scale", torch.randn(7, 11))
 
     def forward(self, a, b):
-        return pipeline(extension_cpp.mymul(a, self.scale), b)
+        return pipeline(pkg.mymul(a, self.scale), b)
 
 
 @pytest.mark.parametrize("device", devices())
@@ -95,8 +93,8 @@ def test_export_matches_eager(device):
     a, b = torch.randn(7, 11, device=device), torch.randn(7, 11, device=device)
     exported = torch.export.export(model, (a, b))
     targets = {str(n.target) for n in exported.graph.nodes if n.op == "call_function"}
-    assert "extension_cpp.mymuladd.default" in targets
-    assert "extension_cpp.mymul.default" in targets
+    assert f"{PACKAGE}.mymuladd.default" in targets
+    assert f"{PACKAGE}.mymul.default" in targets
     a2, b2 = torch.randn(7, 11, device=device), torch.randn(7, 11, device=device)
     torch.testing.assert_close(exported.module()(a2, b2), model(a2, b2))
 
@@ -104,7 +102,7 @@ def test_export_matches_eager(device):
 @pytest.mark.parametrize("device", devices())
 def test_export_dynamic_shapes(device):
     def f(a, b):
-        return extension_cpp.mymuladd(a, b, 3.0)
+        return pkg.mymuladd(a, b, 3.0)
 
     class M(torch.nn.Module):
         def forward(self, a, b):
@@ -144,7 +142,7 @@ def test_reduce_overhead_cuda_graphs_beside_linear():
     linear = torch.nn.Linear(64, 64, device="cuda")
 
     def model(x, b):
-        return extension_cpp.mymuladd(linear(x), b, 1.0).relu()
+        return pkg.mymuladd(linear(x), b, 1.0).relu()
 
     compiled = torch.compile(model, mode="reduce-overhead", fullgraph=True)
     b = torch.randn(32, 64, device="cuda")
@@ -163,11 +161,11 @@ def test_cuda_graph_capture_and_replay():
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):  # warm up off the default stream
-        extension_cpp.myadd_out(a, b, out)
+        pkg.myadd_out(a, b, out)
     torch.cuda.current_stream().wait_stream(stream)
     with torch.cuda.graph(graph):
-        result = extension_cpp.mymuladd(a, b, 2.0)
-        extension_cpp.myadd_out(result, b, out)
+        result = pkg.mymuladd(a, b, 2.0)
+        pkg.myadd_out(result, b, out)
     a.copy_(torch.randn(1000, device="cuda"))
     graph.replay()
     torch.cuda.synchronize()

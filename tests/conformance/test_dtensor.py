@@ -15,7 +15,7 @@ import sys
 import pytest
 import torch
 
-from .cases import requires_two_gpus
+from .cases import PACKAGE, requires_two_gpus
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dtensor_worker.py")
 
@@ -28,7 +28,7 @@ BACKENDS = ["gloo", pytest.param("nccl", marks=[requires_two_gpus, pytest.mark.c
 def results(request, tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("dtensor") / "results.json"
     run = subprocess.run(
-        [sys.executable, WORKER, str(out), "--backend", request.param],
+        [sys.executable, WORKER, str(out), "--backend", request.param, "--package", PACKAGE],
         capture_output=True,
         text=True,
         timeout=300,
@@ -83,25 +83,25 @@ def test_myadd_out_keeps_outs_placement(results):
 @pytest.mark.parametrize(
     "order",
     [
-        "import extension_cpp\nimport torch.distributed.tensor",
-        "import torch.distributed.tensor\nimport extension_cpp",
+        f"import {PACKAGE}\nimport torch.distributed.tensor",
+        f"import torch.distributed.tensor\nimport {PACKAGE}",
     ],
-    ids=["extension_cpp-first", "dtensor-first"],
+    ids=["package-first", "dtensor-first"],
 )
 def test_rules_registered_whatever_the_import_order(order):
     code = order + (
         "\nimport sys\nfrom torch.distributed.tensor import DTensor\n"
         "funcs = DTensor._op_dispatcher.sharding_propagator.op_strategy_funcs\n"
-        "print(sorted(str(k) for k in funcs if 'extension_cpp' in str(k)))\n"
+        f"print(sorted(str(k) for k in funcs if '{PACKAGE}.' in str(k)))\n"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    assert "extension_cpp.myadd_out.default" in run.stdout
-    assert "extension_cpp.mymul.default" in run.stdout
-    assert "extension_cpp.mymuladd.default" in run.stdout
+    assert f"{PACKAGE}.myadd_out.default" in run.stdout
+    assert f"{PACKAGE}.mymul.default" in run.stdout
+    assert f"{PACKAGE}.mymuladd.default" in run.stdout
 
 
 def test_import_does_not_load_dtensor():
-    code = "import sys, extension_cpp\nprint('torch.distributed.tensor' in sys.modules)"
+    code = f"import sys, {PACKAGE}\nprint('torch.distributed.tensor' in sys.modules)"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert run.stdout.strip() == "False", run.stderr

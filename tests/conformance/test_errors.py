@@ -7,9 +7,7 @@ import re
 import pytest
 import torch
 
-import extension_cpp
-
-from .cases import HAS_CUDA, requires_cuda
+from .cases import NO_CUDA_REASON, ops_ns, pkg, requires_cuda
 
 FLOAT_DTYPES = "(torch.float16, torch.bfloat16, torch.float32 or torch.float64)"
 
@@ -20,15 +18,15 @@ def f32(*shape, device="cpu"):
 
 def _cases():
     """(id, function of no arguments' inputs, inputs factory, expected message)."""
-    muladd = lambda a, b: extension_cpp.mymuladd(a, b, 1.0)  # noqa: E731
-    mul = extension_cpp.mymul
+    muladd = lambda a, b: pkg.mymuladd(a, b, 1.0)  # noqa: E731
+    mul = pkg.mymul
 
     def add_out(a, b, out):
-        extension_cpp.myadd_out(a, b, out)
+        pkg.myadd_out(a, b, out)
         return out
 
     def overlapping_out(base, b):
-        extension_cpp.myadd_out(base[:-1], b, base[1:])
+        pkg.myadd_out(base[:-1], b, base[1:])
         return base
 
     cases = [
@@ -123,7 +121,7 @@ def _cases():
             "myadd_out: expected out to be a Tensor, got None",
         ),
     ]
-    if HAS_CUDA:
+    if not NO_CUDA_REASON:  # a GPU, and CUDA kernels to run on it
         cases += [
             (
                 "device-mismatch",
@@ -172,7 +170,7 @@ def test_partial_overlap_leaves_memory_untouched(case):
 
 def test_out_may_be_the_same_view_of_an_input_when_compiled():
     def in_place(a, b):
-        extension_cpp.myadd_out(a, b, a)
+        pkg.myadd_out(a, b, a)
         return a
 
     a, b = f32(6), f32(6)
@@ -186,7 +184,7 @@ def test_too_many_dimensions_is_a_clear_error():
     """26 dimensions that no two neighbours can merge (all strides 1)."""
     a = torch.randn(27).as_strided([2] * 26, [1] * 26)
     with pytest.raises(RuntimeError, match="mymul: tensors with more than 25 non-mergeable"):
-        extension_cpp.mymul(a, a)
+        pkg.mymul(a, a)
 
 
 @requires_cuda
@@ -195,21 +193,21 @@ def test_inputs_on_different_gpus_are_rejected():
     if torch.cuda.device_count() < 2:
         pytest.skip("needs two CUDA GPUs")
     with pytest.raises(RuntimeError, match="got cuda:0 and cuda:1"):
-        extension_cpp.mymul(f32(3, device="cuda:0"), f32(3, device="cuda:1"))
+        pkg.mymul(f32(3, device="cuda:0"), f32(3, device="cuda:1"))
 
 
 @pytest.mark.parametrize(
     ("call", "message"),
     [
         # No tensor at all: the dispatcher has no device to pick a kernel by.
-        (lambda: extension_cpp.mymul(None, None), "mymul: expected a to be a Tensor, got None"),
+        (lambda: pkg.mymul(None, None), "mymul: expected a to be a Tensor, got None"),
         # Autograd runs before the backend kernel's checks.
         (
-            lambda: extension_cpp.mymuladd(f32(3).requires_grad_(), None, 2.0),
+            lambda: pkg.mymuladd(f32(3).requires_grad_(), None, 2.0),
             "mymuladd: expected b to be a Tensor, got None",
         ),
         (
-            lambda: extension_cpp.myadd_out(None, None, None),
+            lambda: pkg.myadd_out(None, None, None),
             "myadd_out: expected a to be a Tensor, got None",
         ),
     ],
@@ -223,25 +221,21 @@ def test_none_is_named_before_the_dispatcher_fails(call, message):
 def test_none_through_torch_ops_is_named_by_the_kernel():
     """The C++ check, without the public function's help."""
     with pytest.raises(RuntimeError, match=re.escape("mymul: expected a to be a Tensor, got None")):
-        torch.ops.extension_cpp.mymul(None, f32(3))
+        ops_ns.mymul(None, f32(3))
 
 
 def test_empty_out_with_a_zero_stride_is_accepted():
     """No element, so no overlap: PyTorch's out= ops accept it, and so do we
     (found by test_properties: it used to be refused as internal overlap)."""
     out = torch.empty(0, 1).expand(0, 3)
-    extension_cpp.myadd_out(f32(0, 3), f32(0, 3), out)
+    pkg.myadd_out(f32(0, 3), f32(0, 3), out)
     torch._dynamo.reset()
-    torch.compile(extension_cpp.myadd_out, backend="aot_eager", fullgraph=True)(
-        f32(0, 3), f32(0, 3), out
-    )
+    torch.compile(pkg.myadd_out, backend="aot_eager", fullgraph=True)(f32(0, 3), f32(0, 3), out)
 
 
 def test_none_beside_a_tensor_that_requires_grad_when_compiled():
     """The C++ autograd kernel lets the fake kernel's check name it."""
     torch._dynamo.reset()
-    compiled = torch.compile(
-        lambda b: extension_cpp.mymul(None, b), backend="aot_eager", fullgraph=True
-    )
+    compiled = torch.compile(lambda b: pkg.mymul(None, b), backend="aot_eager", fullgraph=True)
     with pytest.raises(RuntimeError, match=re.escape("mymul: expected a to be a Tensor, got None")):
         compiled(f32(3).requires_grad_())

@@ -18,9 +18,7 @@ import threading
 import pytest
 import torch
 
-import extension_cpp
-
-from .cases import devices, requires_cuda
+from .cases import PACKAGE, devices, pkg, requires_cuda
 
 # ---------------------------------------------------------------------------
 # Threads
@@ -39,9 +37,9 @@ def _worker(index: int, device: str, rounds: int) -> None:
             a = torch.randn(n, 3, generator=gen).to(device)
             b = torch.randn(3, n, generator=gen).to(device).t()  # transposed
             out = torch.empty(n, 3, device=device)
-            muladd = extension_cpp.mymuladd(a, b, float(index))
-            mul = extension_cpp.mymul(a, b)
-            extension_cpp.myadd_out(a, b, out)
+            muladd = pkg.mymuladd(a, b, float(index))
+            mul = pkg.mymul(a, b)
+            pkg.myadd_out(a, b, out)
             torch.testing.assert_close(muladd, a * b + float(index), rtol=1.3e-6, atol=1e-5)
             torch.testing.assert_close(mul, a * b, rtol=0, atol=0)
             torch.testing.assert_close(out, a + b, rtol=0, atol=0)
@@ -89,11 +87,11 @@ def test_cuda_out_of_memory_raises_and_the_next_call_works():
     """The output of 2^38 float32 elements (1 TiB) cannot be allocated: the op
     raises torch.OutOfMemoryError, and the process goes on."""
     a = torch.ones((), device="cuda").expand(2**38)  # no memory: stride 0
-    for op in (lambda: extension_cpp.mymul(a, a), lambda: extension_cpp.mymuladd(a, a, 1.0)):
+    for op in (lambda: pkg.mymul(a, a), lambda: pkg.mymuladd(a, a, 1.0)):
         with pytest.raises(torch.OutOfMemoryError):
             op()
     x = torch.randn(1000, device="cuda")
-    torch.testing.assert_close(extension_cpp.mymul(x, x), x * x, rtol=0, atol=0)
+    torch.testing.assert_close(pkg.mymul(x, x), x * x, rtol=0, atol=0)
     torch.cuda.synchronize()
 
 
@@ -103,8 +101,10 @@ def test_cuda_out_of_memory_raises_and_the_next_call_works():
 
 _INTERRUPTED_CHILD = textwrap.dedent(
     """
-    import signal, sys, time
-    import torch, extension_cpp
+    import importlib, signal, sys, time
+    import torch
+
+    pkg = importlib.import_module(sys.argv[1])  # the package under test
 
     # A process started with SIGINT ignored (anything launched with `&` from
     # a script, make matrix under nohup) passes that on, and Python then
@@ -116,14 +116,14 @@ _INTERRUPTED_CHILD = textwrap.dedent(
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:  # ~20 ms a call: Ctrl-C lands inside one
-            extension_cpp.mymuladd(a, b, 1.0)
+            pkg.mymuladd(a, b, 1.0)
         print("never interrupted", flush=True)
         sys.exit(3)
     except KeyboardInterrupt:
         print("interrupted", flush=True)
     out = torch.empty_like(a)
-    extension_cpp.myadd_out(a, b, out)
-    assert torch.equal(extension_cpp.mymul(a, b), a * b)
+    pkg.myadd_out(a, b, out)
+    assert torch.equal(pkg.mymul(a, b), a * b)
     assert torch.equal(out, a + b)
     print("usable", flush=True)
     """
@@ -132,7 +132,7 @@ _INTERRUPTED_CHILD = textwrap.dedent(
 
 def test_ctrl_c_during_a_long_cpu_op_leaves_the_process_usable():
     child = subprocess.Popen(
-        [sys.executable, "-c", _INTERRUPTED_CHILD],
+        [sys.executable, "-c", _INTERRUPTED_CHILD, PACKAGE],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -168,7 +168,7 @@ def test_more_than_2_31_elements(device, dtype):
     row = torch.randn(1, COLS, dtype=dtype, device=device)
     col = torch.randn(ROWS, 1, dtype=dtype, device=device)
     a, b = row.expand(ROWS, COLS), col.expand(ROWS, COLS)
-    out = extension_cpp.mymul(a, b)
+    out = pkg.mymul(a, b)
     assert out.numel() > 2**31
     # The last row starts past 2^31; the last column runs through every row.
     torch.testing.assert_close(out[-1], row[0] * col[-1], rtol=0, atol=0)
@@ -176,6 +176,6 @@ def test_more_than_2_31_elements(device, dtype):
     torch.testing.assert_close(out[2**15 - 1], row[0] * col[2**15 - 1], rtol=0, atol=0)
 
     ones = torch.ones((), dtype=dtype, device=device).expand(ROWS, COLS)
-    extension_cpp.myadd_out(out, ones, out)  # contiguous, in place
+    pkg.myadd_out(out, ones, out)  # contiguous, in place
     torch.testing.assert_close(out[-1], row[0] * col[-1] + 1, rtol=0, atol=0)
     torch.testing.assert_close(out[:, -1], row[0, -1] * col[:, 0] + 1, rtol=0, atol=0)

@@ -19,6 +19,12 @@ import torch
 from torch.autograd.gradcheck import GradcheckError
 from torch.testing._internal.optests import OpCheckError
 
+from .cases import classic_only
+
+pytestmark = classic_only(
+    "the tutorial does not depend on the build under test; the classic run covers it"
+)
+
 APPENDIX = Path(__file__).resolve().parents[2] / "tutorial" / "appendix"
 
 

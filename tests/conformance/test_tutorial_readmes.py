@@ -24,9 +24,15 @@ from pathlib import Path
 
 import pytest
 
+from .cases import classic_only
+
+pytestmark = classic_only(
+    "the tutorial does not depend on the build under test; the classic run covers it"
+)
+
 REPO = Path(__file__).resolve().parents[2]
 TUTORIAL = Path(os.environ.get("TUTORIAL_DIR", REPO / "tutorial")).resolve()
-STAGES = ["01_define", "02_impl", "03_fake", "04_autograd", "05_mymul_backward"]
+STAGES = ["01_define", "02_impl", "03_fake", "04_autograd", "05_mymul_backward", "06_stable_abi"]
 
 # (README, the section whose bash blocks run, what the output must contain)
 READMES = [
@@ -36,6 +42,7 @@ READMES = [
     ("03_fake/README.md", "Build and run", "tensor([2., 2., 2.])"),
     ("04_autograd/README.md", "Build and run", "True"),
     ("05_mymul_backward/README.md", "Build and run", "extension_cpp.mymul.default"),
+    ("06_stable_abi/README.md", "Build and run", "0\nTrue"),
 ]
 
 

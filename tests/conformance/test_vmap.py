@@ -10,9 +10,7 @@ import pytest
 import torch
 from torch import func
 
-import extension_cpp
-
-from .cases import OURS, devices
+from .cases import OURS, devices, pkg
 
 
 def _loop(f, a, b, in_dims, out_dim=0):
@@ -89,7 +87,7 @@ def test_vmap_under_compile(op_name, device):
 
 
 def _add_out(a, b, out):
-    extension_cpp.myadd_out(a, b, out)
+    pkg.myadd_out(a, b, out)
     return out
 
 

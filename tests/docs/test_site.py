@@ -260,6 +260,7 @@ def test_results_are_shown_where_they_exist(site: str) -> None:
         "tutorial_matrix.md": "conformance.html",
         "compatibility.md": "compatibility.html",
         "conformance.xml": "conformance.html",
+        "conformance-stable.xml": "conformance.html",
         "perf": "performance.html",
     }
     for name, page in pages.items():

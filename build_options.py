@@ -1,0 +1,86 @@
+"""Build settings shared by setup.py (the classic package) and stable/setup.py
+(the stable-ABI one): when to compile the CUDA kernels, for which
+architectures, and the C++ flags.
+
+Environment variables:
+  EXTENSION_CPP_CUDA    auto (default): compile the CUDA kernels when torch is a
+                        CUDA build and the CUDA toolkit is found, GPU or not.
+                        1 forces them (an error if impossible), 0 leaves them out.
+  TORCH_CUDA_ARCH_LIST  architectures to compile for. Default: the release list
+                        below. The test path sets 9.0 alone (H100/H200) to keep
+                        nvcc time down.
+  EXTENSION_CPP_SANITIZE  a -fsanitize= list for the C++ files, e.g.
+                        address,undefined (scripts/sanitize.sh, `make sanitize`);
+                        never for a release build.
+"""
+
+import os
+import sys
+
+# The CUDA toolkit here may sit behind an `nvcc` wrapper in /usr/local/bin,
+# which would make torch guess CUDA_HOME=/usr/local. Point it at the toolkit
+# before torch.utils.cpp_extension reads the environment.
+if not os.environ.get("CUDA_HOME") and not os.environ.get("CUDA_PATH"):
+    if os.path.exists("/usr/local/cuda/bin/nvcc"):
+        os.environ["CUDA_HOME"] = "/usr/local/cuda"
+
+import torch  # noqa: E402
+from torch.utils import cpp_extension  # noqa: E402
+from torch.utils.cpp_extension import CUDA_HOME  # noqa: E402
+
+PY_LIMITED_API = "0x03090000"  # CPython 3.9: the oldest Python the classic wheel supports
+RELEASE_CUDA_ARCHS = "7.5;8.0;8.6;8.9;9.0;10.0;12.0+PTX"
+
+
+def use_cuda() -> bool:
+    setting = os.environ.get("EXTENSION_CPP_CUDA", "auto").strip().lower()
+    possible = torch.version.cuda is not None and CUDA_HOME is not None
+    if setting in ("1", "on", "true", "yes"):
+        if not possible:
+            sys.exit(
+                "EXTENSION_CPP_CUDA=1, but CUDA kernels cannot be built: "
+                f"torch.version.cuda={torch.version.cuda!r}, CUDA_HOME={CUDA_HOME!r}"
+            )
+        return True
+    if setting in ("0", "off", "false", "no"):
+        return False
+    if setting != "auto":
+        sys.exit(f"EXTENSION_CPP_CUDA must be auto, 1 or 0, got {setting!r}")
+    return possible
+
+
+def flags(openmp: bool) -> tuple[list[str], list[str]]:
+    """(C++ compile flags, link flags).
+
+    openmp: compile with -fopenmp, for the classic build, whose CPU loop calls
+    at::parallel_for: a header template that only runs in parallel when the
+    including file is compiled with OpenMP; without this flag the CPU kernels
+    run on one thread whatever torch.get_num_threads() says. libgomp.so.1
+    resolves to the copy torch has already loaded (keep it out of the wheel:
+    auditwheel repair --exclude libgomp.so.1). The stable build reaches the
+    same thread pool through a C shim call instead and needs no OpenMP.
+    """
+    cxx_flags = ["-O3"]
+    link_flags = []
+    if openmp and sys.platform.startswith("linux"):
+        cxx_flags.append("-fopenmp")
+        link_flags.append("-fopenmp")
+    # Recent torch defines Py_LIMITED_API itself for py_limited_api builds
+    # (to 3.10); older releases leave it to us. csrc/python_module.cpp, the
+    # only file that includes Python.h, pins it to 3.9 either way.
+    if not hasattr(cpp_extension, "min_supported_cpython"):
+        cxx_flags.append(f"-DPy_LIMITED_API={PY_LIMITED_API}")
+    sanitize = os.environ.get("EXTENSION_CPP_SANITIZE", "").strip()
+    if sanitize:
+        # -O1 and frame pointers: readable stacks in the reports. Every UB kind
+        # is fatal, so a report cannot scroll past unnoticed.
+        cxx_flags[0] = "-O1"
+        cxx_flags += [f"-fsanitize={sanitize}", "-fno-sanitize-recover=all"]
+        cxx_flags += ["-fno-omit-frame-pointer", "-g"]
+        link_flags.append(f"-fsanitize={sanitize}")
+    return cxx_flags, link_flags
+
+
+def set_cuda_archs() -> None:
+    """The release architecture list, unless TORCH_CUDA_ARCH_LIST names others."""
+    os.environ.setdefault("TORCH_CUDA_ARCH_LIST", RELEASE_CUDA_ARCHS)

@@ -1,0 +1,221 @@
+// Schemas of the extension_cpp_stable ops, and the checks every backend of
+// the stable-ABI build shares.
+//
+// The same schemas and checks as csrc/ops.cpp, written against
+// torch::stable::Tensor. The words of each error are checks.h's, which the
+// classic build raises too and extension_cpp/_checks.py repeats for the fake
+// kernels. What differs is only how a fact about a tensor is read:
+//   * errors are std::runtime_error (torch turns them into RuntimeError with
+//     the same text) instead of TORCH_CHECK's c10::Error;
+//   * dtypes and devices are printed by this file, as c10's printers are not
+//     part of the stable ABI;
+//   * "shares memory with" compares storage base addresses, as the stable ABI
+//     has no Storage.
+// Tags need the stable ABI of torch 2.12 (torch_library_def_with_tags), so
+// this build, which targets 2.10, defines its ops without pt2_compliant_tag.
+#include "ops.h"
+
+#include <torch/csrc/inductor/aoti_torch/c/shim.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "../checks.h"
+
+namespace extension_cpp::stable {
+namespace {
+
+using torch::headeronly::ScalarType;
+
+// Throws the message `message()` builds when `ok` is false; the message is
+// built only then.
+template <typename Message>
+void require(bool ok, const Message& message) {
+  if (!ok) {
+    throw std::runtime_error(message());
+  }
+}
+
+// A C shim call that cannot fail for a defined tensor, unless torch has a bug.
+void shim(AOTITorchError error, const char* call) {
+  if (error != AOTI_TORCH_SUCCESS) {
+    throw std::runtime_error(std::string("extension_cpp_stable: ") + call +
+                             " failed (a bug: please report it)");
+  }
+}
+
+// "torch.float32", as Python prints the dtype.
+std::string dtype_name(ScalarType t) {
+  switch (t) {
+    case ScalarType::Byte:
+      return "torch.uint8";
+    case ScalarType::Char:
+      return "torch.int8";
+    case ScalarType::Short:
+      return "torch.int16";
+    case ScalarType::Int:
+      return "torch.int32";
+    case ScalarType::Long:
+      return "torch.int64";
+    case ScalarType::Half:
+      return "torch.float16";
+    case ScalarType::Float:
+      return "torch.float32";
+    case ScalarType::Double:
+      return "torch.float64";
+    case ScalarType::ComplexHalf:
+      return "torch.complex32";
+    case ScalarType::ComplexFloat:
+      return "torch.complex64";
+    case ScalarType::ComplexDouble:
+      return "torch.complex128";
+    case ScalarType::Bool:
+      return "torch.bool";
+    case ScalarType::BFloat16:
+      return "torch.bfloat16";
+    case ScalarType::UInt16:
+      return "torch.uint16";
+    case ScalarType::UInt32:
+      return "torch.uint32";
+    case ScalarType::UInt64:
+      return "torch.uint64";
+    case ScalarType::Float8_e5m2:
+      return "torch.float8_e5m2";
+    case ScalarType::Float8_e4m3fn:
+      return "torch.float8_e4m3fn";
+    default:
+      return "torch.<dtype " + std::to_string(static_cast<int>(t)) + ">";
+  }
+}
+
+// "cpu", "cuda:0", as Python prints the device.
+std::string device_name(const Tensor& t) {
+  const torch::stable::Device device = t.device();
+  std::string name = device.is_cuda() ? "cuda" : device.is_cpu() ? "cpu" : "device";
+  if (device.has_index() && !device.is_cpu()) {
+    name += ":" + std::to_string(device.index());
+  }
+  return name;
+}
+
+std::string list_str(torch::headeronly::IntHeaderOnlyArrayRef values) {
+  return checks::list_str(values.data(), static_cast<int64_t>(values.size()));
+}
+
+bool is_supported_dtype(ScalarType t) {
+  return t == ScalarType::Half || t == ScalarType::BFloat16 || t == ScalarType::Float ||
+         t == ScalarType::Double;
+}
+
+void check_dtype(const char* op, const char* name, const Tensor& t) {
+  // Python's None reaches a `Tensor` argument as an undefined tensor.
+  require(t.defined(), [&] { return checks::none(op, name); });
+  const ScalarType dtype = t.scalar_type();
+  require(is_supported_dtype(dtype),
+          [&] { return checks::not_floating(op, name, dtype_name(dtype)); });
+}
+
+// x and y must agree in device, dtype and shape, in that order.
+void check_same(const char* op, const char* x_name, const Tensor& x, const char* y_name,
+                const Tensor& y) {
+  require(x.device() == y.device(), [&] {
+    return checks::not_same(op, x_name, y_name, "be on the same device", device_name(x),
+                            device_name(y));
+  });
+  require(x.scalar_type() == y.scalar_type(), [&] {
+    return checks::not_same(op, x_name, y_name, "have the same dtype", dtype_name(x.scalar_type()),
+                            dtype_name(y.scalar_type()));
+  });
+  const auto xs = x.sizes(), ys = y.sizes();
+  require(xs.equals(ys), [&] {
+    return checks::not_same(op, x_name, y_name, "have the same shape", list_str(xs), list_str(ys));
+  });
+}
+
+void check_inputs(const char* op, const Tensor& a, const Tensor& b) {
+  check_dtype(op, "a", a);
+  check_dtype(op, "b", b);
+  check_same(op, "a", a, "b", b);
+  require(a.dim() <= kMaxInputDims, [&] { return checks::too_many_dims(op, a.dim()); });
+}
+
+// The address where t's storage begins: two tensors share memory only if
+// they share a storage, and two live storages never begin at one address.
+const char* storage_base(const Tensor& t) {
+  return static_cast<const char*>(t.const_data_ptr()) -
+         t.storage_offset() * static_cast<int64_t>(t.element_size());
+}
+
+// out may be exactly an input (same memory, same strides: every element is
+// read before it is written, by the same thread) or share no memory with it.
+void check_no_partial_overlap(const char* op, const Tensor& out, const char* name,
+                              const Tensor& input) {
+  if (out.numel() == 0 || input.numel() == 0 || storage_base(out) != storage_base(input)) {
+    return;
+  }
+  const bool same =
+      out.storage_offset() == input.storage_offset() && out.strides().equals(input.strides());
+  require(same, [&] { return checks::partial_overlap(op, name); });
+}
+
+BinaryLayout layout_of(const char* op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  const int64_t* strides[3] = {out.strides().data(), a.strides().data(), b.strides().data()};
+  BinaryLayout layout;
+  const bool ok = make_binary_layout(static_cast<int>(a.dim()), a.sizes().data(), strides, &layout);
+  require(ok, [&] { return checks::unmergeable(op, list_str(a.sizes()), list_str(a.strides())); });
+  return layout;
+}
+
+// A new tensor of like's sizes, dtype and device with the given strides,
+// straight from the C shim (no trip through the dispatcher).
+Tensor empty_strided_like(const Tensor& like, const int64_t* strides) {
+  int32_t dtype = 0, device_type = 0, device_index = 0;
+  shim(aoti_torch_get_dtype(like.get(), &dtype), "aoti_torch_get_dtype");
+  shim(aoti_torch_get_device_type(like.get(), &device_type), "aoti_torch_get_device_type");
+  shim(aoti_torch_get_device_index(like.get(), &device_index), "aoti_torch_get_device_index");
+  AtenTensorHandle handle = nullptr;
+  shim(aoti_torch_empty_strided(like.dim(), like.sizes().data(), strides, dtype, device_type,
+                                device_index, &handle),
+       "aoti_torch_empty_strided");
+  return Tensor(handle);
+}
+
+}  // namespace
+
+Tensor binary_functional(const char* op, const Tensor& a, const Tensor& b, BinaryOpKind kind,
+                         double c, BinaryLauncher launch) {
+  check_inputs(op, a, b);
+  // The strides torch.mul(a, b) would have; the fake kernel returns exactly these.
+  int64_t strides[kMaxInputDims];
+  elementwise_output_strides(static_cast<int>(a.dim()), a.sizes().data(), a.strides().data(),
+                             b.strides().data(), strides);
+  Tensor out = empty_strided_like(a, strides);
+  if (out.numel() > 0) {
+    launch(out, a, b, kind, c, layout_of(op, out, a, b));
+  }
+  return out;
+}
+
+void binary_out(const char* op, const Tensor& a, const Tensor& b, const Tensor& out,
+                BinaryOpKind kind, double c, BinaryLauncher launch) {
+  check_inputs(op, a, b);
+  check_dtype(op, "out", out);
+  check_same(op, "out", out, "a", a);
+  require(
+      checks::provably_non_overlapping(out.dim(), out.sizes().data(), out.strides().data()),
+      [&] { return checks::internal_overlap(op, list_str(out.strides()), list_str(out.sizes())); });
+  check_no_partial_overlap(op, out, "a", a);
+  check_no_partial_overlap(op, out, "b", b);
+  if (out.numel() > 0) {
+    launch(out, a, b, kind, c, layout_of(op, out, a, b));
+  }
+}
+
+STABLE_TORCH_LIBRARY(extension_cpp_stable, m) {
+  m.def("mymuladd(Tensor a, Tensor b, float c) -> Tensor");
+  m.def("mymul(Tensor a, Tensor b) -> Tensor");
+  m.def("myadd_out(Tensor a, Tensor b, Tensor(a!) out) -> ()");
+}
+
+}  // namespace extension_cpp::stable

@@ -1,0 +1,32 @@
+"""The extension_cpp operators, built against the LibTorch stable ABI.
+
+Importing this package loads ``extension_cpp_stable._C``, which registers
+``torch.ops.extension_cpp_stable.{mymuladd, mymul, myadd_out}``: the same
+schemas and kernels as the classic ``extension_cpp`` package, bound with
+``STABLE_TORCH_LIBRARY`` (csrc/stable/). One build loads on every torch from
+2.10 on, so unlike the classic package there is no version to compare at
+import.
+
+The Python side is the classic package's own files (``ops.py``, ``_checks.py``,
+``_sharding.py``, ``_dtensor_hook.py`` are links to them), which read their op
+namespace from the package name. What the classic package does in C++ with
+the dispatcher's C++ API, which the stable ABI does not offer, is registered
+from Python here: the Autograd kernels (``_autograd.py``) and the Autocast
+ones (``_autocast.py``).
+"""
+
+import importlib
+
+import torch  # noqa: F401  (loads libtorch, which _C links against)
+
+importlib.import_module("extension_cpp_stable._C")
+
+from . import _autocast, _autograd, ops  # noqa: E402  (the registrations need the library loaded first)
+from ._dtensor_hook import register_when_dtensor_loads  # noqa: E402
+from .ops import myadd_out, mymul, mymuladd  # noqa: E402
+
+_autograd.register()
+_autocast.register()
+register_when_dtensor_loads()  # DTensor sharding rules, once DTensor is imported
+
+__all__ = ["ops", "mymuladd", "mymul", "myadd_out"]

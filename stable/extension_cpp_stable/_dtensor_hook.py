@@ -1,0 +1,1 @@
+../../extension_cpp/_dtensor_hook.py
