@@ -561,7 +561,10 @@ void launch_tiled(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bin
   const int64_t tiles0 = (shape.n0 + t0 - 1) / t0, tiles1 = (shape.n1 + t1 - 1) / t1;
   const int64_t count = tiles0 * tiles1 * (l.numel / (shape.n0 * shape.n1));
   // A tile holds up to kCells elements: 2^31 tiles would be 2^41 elements.
-  TORCH_INTERNAL_ASSERT(count < (int64_t{1} << 31), "too many tiles: ", count);
+  if (count >= (int64_t{1} << 31)) {
+    throw std::runtime_error("extension_cpp: too many tiles: " + std::to_string(count) +
+                             " (a bug: please report it)");
+  }
   shape.tiles0 = FastDivisor(static_cast<uint32_t>(tiles0));
   shape.tiles1 = FastDivisor(static_cast<uint32_t>(tiles1));
   for (int d = 2; d < l.ndim; ++d) {
