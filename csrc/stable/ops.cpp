@@ -168,16 +168,26 @@ BinaryLayout layout_of(const char* op, const Tensor& out, const Tensor& a, const
 }
 
 // A new tensor of like's sizes, dtype and device with the given strides,
-// straight from the C shim (no trip through the dispatcher).
-Tensor empty_strided_like(const Tensor& like, const int64_t* strides) {
+// straight from the C shim (no trip through the dispatcher). The shim turns
+// a failed allocation into an error code: the exception behind it (on a full
+// GPU, torch.OutOfMemoryError) is printed to stderr by torch, not passed on,
+// so the error raised here says what could not be allocated and where the
+// reason went.
+Tensor empty_strided_like(const char* op, const Tensor& like, const int64_t* strides) {
   int32_t dtype = 0, device_type = 0, device_index = 0;
   shim(aoti_torch_get_dtype(like.get(), &dtype), "aoti_torch_get_dtype");
   shim(aoti_torch_get_device_type(like.get(), &device_type), "aoti_torch_get_device_type");
   shim(aoti_torch_get_device_index(like.get(), &device_index), "aoti_torch_get_device_index");
   AtenTensorHandle handle = nullptr;
-  shim(aoti_torch_empty_strided(like.dim(), like.sizes().data(), strides, dtype, device_type,
-                                device_index, &handle),
-       "aoti_torch_empty_strided");
+  require(aoti_torch_empty_strided(like.dim(), like.sizes().data(), strides, dtype, device_type,
+                                   device_index, &handle) == AOTI_TORCH_SUCCESS,
+          [&] {
+            return std::string(op) + ": could not allocate the output, " +
+                   std::to_string(like.numel()) + " elements of " + dtype_name(like.scalar_type()) +
+                   " on " + device_name(like) +
+                   "; the stable ABI's C shim passes on only that the allocation failed, and "
+                   "torch printed the reason to stderr (on a full GPU: CUDA out of memory)";
+          });
   return Tensor(handle);
 }
 
@@ -190,7 +200,7 @@ Tensor binary_functional(const char* op, const Tensor& a, const Tensor& b, Binar
   int64_t strides[kMaxInputDims];
   elementwise_output_strides(static_cast<int>(a.dim()), a.sizes().data(), a.strides().data(),
                              b.strides().data(), strides);
-  Tensor out = empty_strided_like(a, strides);
+  Tensor out = empty_strided_like(op, a, strides);
   if (out.numel() > 0) {
     launch(out, a, b, kind, c, layout_of(op, out, a, b));
   }
