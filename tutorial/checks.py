@@ -190,6 +190,12 @@ def _libtorch_cxx_symbols(library: str) -> list[str]:
     return [line.split(None, 1)[1] for line in listing.splitlines() if _LIBTORCH_CXX.search(line)]
 
 
+# A torch CUDA library the package links, missing from a CPU-only torch.
+_CUDA_LIBRARY_MISSING = re.compile(
+    r"lib(c10_cuda|torch_cuda|cudart)[\w.]*: cannot open shared object"
+)
+
+
 def _other_torch() -> None:
     """The package, built against this torch, imported and run by another
     torch release (tutorial/buildcache.py prepares that Python); and its
@@ -216,6 +222,14 @@ def _other_torch() -> None:
         lines = proc.stderr.strip().splitlines()
         raised = [line for line in lines if re.match(r"^[\w.]+(Error|Exception): ", line)]
         what = raised[-1] if raised else f"exit status {proc.returncode}"
+        if _CUDA_LIBRARY_MISSING.search(what):
+            # Built with CUDA kernels, run by a CPU-only torch: no torch
+            # library the package links is there, whatever its ABI.
+            raise _Skip(
+                "the checkpoint has CUDA kernels and the second torch has no CUDA "
+                f"libraries ({what}); set TUTORIAL_OTHER_TORCH to a CUDA build of "
+                "another release, or build with EXTENSION_CPP_CUDA=0"
+            )
         raise RuntimeError(f"under another torch: {what}")
     symbols = _libtorch_cxx_symbols(extension_cpp._C.__file__)
     if symbols:

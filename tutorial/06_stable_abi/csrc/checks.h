@@ -27,10 +27,9 @@ inline void check(bool ok, const std::string& message) {
   }
 }
 
-// "[3, 4]", as Python prints a shape. Built with std::to_string rather than
-// by streaming a.sizes() into the message: on one of our GPU machines (torch
-// 2.11, g++ 13.3) streaming any integer into an ostream inside an extension
-// crashed the process, so the checks format numbers themselves.
+// "[3, 4]", as Python prints a shape. Step 5 streamed a.sizes() into
+// TORCH_CHECK, which prints c10's IntArrayRef; the stable ABI's sizes are a
+// header-only array without that printer, so the text is built here.
 inline std::string shape_str(torch::headeronly::IntHeaderOnlyArrayRef sizes) {
   std::string s = "[";
   for (size_t i = 0; i < sizes.size(); ++i) {
