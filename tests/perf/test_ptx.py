@@ -4,7 +4,8 @@ A kernel can be right and still leave bandwidth on the table. Passing a
 vector from global memory to the compute function by reference once made
 nvcc split each 16-byte load into eight 2-byte loads for float16 and
 bfloat16: 0.59x torch.mul at 2^22 elements on an H200, with every
-correctness test green. This compiles csrc/cuda/ops_cuda.cu to PTX for
+correctness test green. This compiles csrc/cuda/ops_cuda.cu (the kernels
+of csrc/cuda/elementwise_cuda.cuh, with the classic binding) to PTX for
 sm_90 with the CUDA toolkit that builds the extension (about 10 s) and
 checks that each vectorised contiguous kernel moves whole 16-byte vectors:
 one load per input and one store, besides the scalar tail. Skips where
@@ -55,7 +56,10 @@ def ptx(tmp_path_factory) -> str:
 def _contiguous_kernels(ptx: str) -> dict[str, tuple[int, str]]:
     """Mangled name -> (elements per vector, body) of each contiguous_kernel entry."""
     kernels = {}
-    for entry in ptx.split("\n.entry ")[1:]:
+    # ".entry name(" for a kernel with internal linkage, ".visible .entry
+    # name(" for one with external linkage (the kernels in
+    # csrc/cuda/elementwise_cuda.cuh, which both builds include).
+    for entry in re.split(r"\n(?:\.visible\s+)?\.entry ", ptx)[1:]:
         name = entry.split("(", 1)[0]
         match = re.search(r"contiguous_kernelI.*?Li(\d+)E", name)
         if match:
