@@ -125,6 +125,7 @@ def test_expected_pages_exist(site: str) -> None:
         "copy_your_own_op.html",
         "check_your_op.html",
         "anatomy.html",
+        "stable_abi.html",
         "autodiff.html",
         "aoti.html",
         "hardening.html",
@@ -140,6 +141,7 @@ TOP_LEVEL = [
     "API reference",
     "Conformance",
     "Compatibility",
+    "Classic or stable ABI?",
     "Performance",
     "Troubleshooting",
 ]
@@ -334,6 +336,7 @@ def _screenshot_pages() -> list[str]:
         "copy_your_own_op.html",
         "check_your_op.html",
         "anatomy.html",
+        "stable_abi.html",
         "autodiff.html",
         "conformance.html",
         "performance.html",
