@@ -65,6 +65,18 @@ def flags(openmp: bool) -> tuple[list[str], list[str]]:
     if openmp and sys.platform.startswith("linux"):
         cxx_flags.append("-fopenmp")
         link_flags.append("-fopenmp")
+    if sys.platform.startswith("linux"):
+        # Keep whatever a static library brings into _C private to it. On our
+        # GPU machine the compiler in $CXX (a GCC 13.3 with libstdc++.a but no
+        # libstdc++.so) linked a static copy of libstdc++ into every extension,
+        # which exported it; the process then mixed that copy with the
+        # libstdc++.so.6 torch had loaded, and the first integer streamed into
+        # a message (TORCH_CHECK(cond, "got ", n)) crashed in a locale facet
+        # lookup. With the copy's symbols hidden, the extension uses one
+        # runtime throughout. Where libstdc++ is linked as a shared library, as
+        # on most machines, the flag changes nothing. scripts/ostream_probe.py
+        # shows it; docs/troubleshooting.md explains. Both builds need it.
+        link_flags.append("-Wl,--exclude-libs,ALL")
     # Recent torch defines Py_LIMITED_API itself for py_limited_api builds
     # (to 3.10); older releases leave it to us. csrc/python_module.cpp, the
     # only file that includes Python.h, pins it to 3.9 either way.
@@ -79,6 +91,11 @@ def flags(openmp: bool) -> tuple[list[str], list[str]]:
         cxx_flags += ["-fno-omit-frame-pointer", "-g"]
         link_flags.append(f"-fsanitize={sanitize}")
     return cxx_flags, link_flags
+
+
+# nvcc's flags for either build; --expt-relaxed-constexpr lets device code
+# call constexpr host functions, as torch's own CUDA code does.
+NVCC_FLAGS = ["-O3", "--expt-relaxed-constexpr"]
 
 
 def set_cuda_archs() -> None:

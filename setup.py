@@ -13,7 +13,7 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, ROOT)
 
 # build_options sets CUDA_HOME, so it comes before torch.utils.cpp_extension.
-from build_options import flags, set_cuda_archs, use_cuda  # noqa: E402
+from build_options import NVCC_FLAGS, flags, set_cuda_archs, use_cuda  # noqa: E402
 
 # isort: split
 
@@ -39,18 +39,6 @@ def extension():
     write_build_info(with_cuda)
     cxx_flags, link_flags = flags(openmp=True)
     files = sources("", ".cpp") + sources("cpu", ".cpp")
-    if sys.platform.startswith("linux"):
-        # Keep whatever a static library brings into _C private to it. On our
-        # GPU machine the compiler in $CXX (a GCC 13.3 with libstdc++.a but no
-        # libstdc++.so) linked a static copy of libstdc++ into every extension,
-        # which exported it; the process then mixed that copy with the
-        # libstdc++.so.6 torch had loaded, and the first integer streamed into
-        # a message (TORCH_CHECK(cond, "got ", n)) crashed in a locale facet
-        # lookup. With the copy's symbols hidden, the extension uses one
-        # runtime throughout. Where libstdc++ is linked as a shared library, as
-        # on most machines, the flag changes nothing. scripts/ostream_probe.py
-        # shows it; docs/troubleshooting.md explains.
-        link_flags.append("-Wl,--exclude-libs,ALL")
     if not with_cuda:
         return CppExtension(
             "extension_cpp._C",
@@ -63,7 +51,7 @@ def extension():
     return CUDAExtension(
         "extension_cpp._C",
         files + sources("cuda", ".cu"),
-        extra_compile_args={"cxx": cxx_flags, "nvcc": ["-O3", "--expt-relaxed-constexpr"]},
+        extra_compile_args={"cxx": cxx_flags, "nvcc": NVCC_FLAGS},
         extra_link_args=link_flags,
         py_limited_api=True,
     )

@@ -24,7 +24,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
 # build_options sets CUDA_HOME, so it comes before torch.utils.cpp_extension.
-from build_options import flags, set_cuda_archs, use_cuda  # noqa: E402
+from build_options import NVCC_FLAGS, flags, set_cuda_archs, use_cuda  # noqa: E402
 
 # isort: split
 
@@ -63,7 +63,7 @@ def extension():
         [*files, csrc("stable", "ops_cuda.cu")],
         extra_compile_args={
             "cxx": cxx_flags,
-            "nvcc": ["-O3", "--expt-relaxed-constexpr", target, "-DUSE_CUDA"],
+            "nvcc": [*NVCC_FLAGS, target, "-DUSE_CUDA"],
         },
         extra_link_args=link_flags,
         py_limited_api=True,

@@ -320,10 +320,14 @@ RunFn<scalar_t, Op> pick_run() {
   return run;
 }
 
-// After dimension `from` of index has run off its end, moves to the start of
-// its next row: the carry into the outer dimensions.
-inline void carry(const BinaryLayout& l, int64_t* index, Offsets& o, int from) {
-  for (int d = from; d + 1 < l.ndim && index[d] == l.sizes[d]; ++d) {
+// Moves index (and the offsets o) k elements on along dimension d, then
+// carries into the outer dimensions where d, or one after it, ran off its end.
+inline void advance(const BinaryLayout& l, int64_t* index, Offsets& o, int d, int64_t k) {
+  index[d] += k;
+  o.out += k * l.strides[0][d];
+  o.a += k * l.strides[1][d];
+  o.b += k * l.strides[2][d];
+  for (; d + 1 < l.ndim && index[d] == l.sizes[d]; ++d) {
     index[d] = 0;
     ++index[d + 1];
     o.out += l.strides[0][d + 1] - l.sizes[d] * l.strides[0][d];
@@ -361,11 +365,7 @@ void strided_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bin
       run_fn(out + o.out, a + o.a, b + o.b, l.sizes[0], sa, sb,
              Rows{rows, l.strides[0][1], l.strides[1][1], l.strides[2][1]}, op);
       i += rows * l.sizes[0];
-      index[1] += rows;
-      o.out += rows * l.strides[0][1];
-      o.a += rows * l.strides[1][1];
-      o.b += rows * l.strides[2][1];
-      carry(l, index, o, 1);
+      advance(l, index, o, 1, rows);
       continue;
     }
     const int64_t run = std::min(l.sizes[0] - index[0], end - i);
@@ -396,11 +396,7 @@ void strided_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bin
       }
     }
     i += run;
-    index[0] += run;
-    o.out += run * so;
-    o.a += run * sa;
-    o.b += run * sb;
-    carry(l, index, o, 0);
+    advance(l, index, o, 0, run);
   }
 }
 
@@ -580,18 +576,19 @@ void tiled_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const Binar
         const scalar_t* src = inputs[t] + base[t] + j0 * s0 + j1;
         transpose_into(buf[t - 1], src, m0, m1, s0);
       }
-      auto row_of = [&](int t, int64_t i1) {  // row i1 of the tile, in input t or its buffer
-        return buffered[t]
-                   ? buf[t - 1] + i1 * m0
-                   : inputs[t] + base[t] + (j1 + i1) * l.strides[t][1] + j0 * l.strides[t][0];
+      // The tile's first row in input t or its buffer, and the step from one
+      // row to the next.
+      auto first_row = [&](int t) {
+        return buffered[t] ? buf[t - 1]
+                           : inputs[t] + base[t] + j1 * l.strides[t][1] + j0 * l.strides[t][0];
       };
+      auto row_step = [&](int t) { return buffered[t] ? m0 : l.strides[t][1]; };
       scalar_t* out_tile = out + base[0] + j1 * l.strides[0][1] + j0;
       if (whole_rows) {  // the tile is one dense run in out, the buffers and the other input
-        run_fn(out_tile, row_of(1, 0), row_of(2, 0), m0 * m1, step[1], step[2], Rows{}, op);
+        run_fn(out_tile, first_row(1), first_row(2), m0 * m1, step[1], step[2], Rows{}, op);
         continue;
       }
-      auto row_step = [&](int t) { return buffered[t] ? m0 : l.strides[t][1]; };
-      run_fn(out_tile, row_of(1, 0), row_of(2, 0), m0, step[1], step[2],
+      run_fn(out_tile, first_row(1), first_row(2), m0, step[1], step[2],
              Rows{m1, l.strides[0][1], row_step(1), row_step(2)}, op);
     }
   });

@@ -7,7 +7,7 @@ import re
 import pytest
 import torch
 
-from .cases import NO_CUDA_REASON, ops_ns, pkg, requires_cuda
+from .cases import HAS_CUDA, ops_ns, pkg, requires_cuda
 
 FLOAT_DTYPES = "(torch.float16, torch.bfloat16, torch.float32 or torch.float64)"
 
@@ -121,7 +121,7 @@ def _cases():
             "myadd_out: expected out to be a Tensor, got None",
         ),
     ]
-    if not NO_CUDA_REASON:  # a GPU, and CUDA kernels to run on it
+    if HAS_CUDA:
         cases += [
             (
                 "device-mismatch",
