@@ -8,6 +8,7 @@ Rank 0 writes {case: {"correct": bool, "collectives": int, "placements": str}}.
 """
 
 import argparse
+import faulthandler
 import importlib
 import json
 import os
@@ -65,6 +66,9 @@ def cases(mesh, device, package):
 
 
 def run(rank, backend, package, init_file, result_file):
+    # Should a rank abort (SIGABRT) or crash, its Python stack goes to stderr,
+    # which test_dtensor.py shows when the worker fails.
+    faulthandler.enable()
     device = "cuda" if backend == "nccl" else "cpu"
     if device == "cuda":
         torch.cuda.set_device(rank)

@@ -15,23 +15,14 @@ import sys
 import pytest
 import torch
 
-from .cases import PACKAGE, STABLE, requires_two_gpus
+from .cases import PACKAGE, requires_two_gpus
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dtensor_worker.py")
 
 pytestmark = pytest.mark.skipif(not torch.distributed.is_available(), reason="no torch.distributed")
 
-_TORCH = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
-# A known failure, not yet diagnosed (issue #11): the stable build's gloo run
-# passed with torch 2.11 on the GPU host and aborts with torch 2.14.1 in CI.
-_STABLE_GLOO_ABORTS = pytest.mark.skipif(
-    STABLE and _TORCH >= (2, 14),
-    reason="stable-ABI build: a gloo DTensor worker aborts with torch 2.14 ('terminate called "
-    "without an active exception'); it passed with torch 2.11; not diagnosed yet (issue #11)",
-)
-
 BACKENDS = [
-    pytest.param("gloo", marks=_STABLE_GLOO_ABORTS),
+    "gloo",
     pytest.param("nccl", marks=[requires_two_gpus, pytest.mark.cuda]),
 ]
 
