@@ -6,7 +6,8 @@ One row per checkpoint, then the installed reference package's row. Every
 cell is compared with what tutorial/matrix.py declares: a check that passes
 where a failure is declared, or fails with another error, is reported and
 makes the walk exit 1. CUDA cells are "skip (no GPU)" on a machine without
-one. The matrix is also written to docs/results/tutorial_matrix.{json,md}.
+one. The matrix is also written to docs/results/tutorial_matrix.{json,md}
+(tutorial_matrix_gpu.{json,md} where a GPU ran the CUDA checks).
 """
 
 from __future__ import annotations
@@ -70,16 +71,23 @@ def print_row(stage: str, cells: dict, width: int) -> None:
             print(f"{'':{width}}    UNEXPECTED {title}: expected {want}, got: {got}")
 
 
-def write_results(report: dict) -> None:
+def results_name(report: dict) -> str:
+    """tutorial_matrix, or tutorial_matrix_gpu for a run with a GPU: the docs
+    show both, so a walk here (CI has no GPU) keeps the GPU machine's table."""
+    return "tutorial_matrix_gpu" if report["cuda"] else "tutorial_matrix"
+
+
+def write_results(report: dict) -> str:
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "tutorial_matrix.json").write_text(json.dumps(report, indent=2) + "\n")
-    # The docs render the same table from the JSON when they are built.
+    name = results_name(report)
+    (RESULTS / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n")
     sys.path.insert(0, str(buildcache.REPO / "docs"))
     import render_results
 
-    (RESULTS / "tutorial_matrix.md").write_text(
+    (RESULTS / f"{name}.md").write_text(
         render_results.render_tutorial_matrix(report, matrix.CHECKS)
     )
+    return name
 
 
 def main() -> int:
@@ -119,8 +127,8 @@ def main() -> int:
     print_header(width)
     for stage, cells in report["stages"].items():
         print_row(stage, cells, width)
-    write_results(report)
-    print(f"\nwrote {RESULTS / 'tutorial_matrix.json'} and .md")
+    name = write_results(report)
+    print(f"\nwrote {RESULTS / name}.json and .md")
     print(f"{time.perf_counter() - start:.0f}s in all; ", end="")
     if failures:
         print(f"{failures} cell(s) not as declared in tutorial/matrix.py")

@@ -357,6 +357,20 @@ def _include_or_missing(name: str, what: str, command: str) -> str:
     return f"```{{include}} {_from_srcdir(path)}\n```\n"
 
 
+def _tutorial_matrix_fragment() -> str:
+    """The walk on the machine that built these docs (make tutorial), then the
+    last walk on a GPU machine, whose CUDA cells ran. Each table, in a
+    container so the stylesheet can size it to fit 1280 px, says its torch."""
+    sections = []
+    for name, title, command in (
+        ("tutorial_matrix.md", "Without a GPU", "make tutorial"),
+        ("tutorial_matrix_gpu.md", "On a GPU machine", "make tutorial on a GPU machine"),
+    ):
+        body = _include_or_missing(name, "The tutorial stage matrix", command)
+        sections.append(f"**{title}:**\n\n::::{{container}} stage-matrix\n{body}::::\n")
+    return "\n".join(sections)
+
+
 def _conformance_fragment() -> str:
     """The committed GPU run first (every CUDA case ran), then this machine's
     runs: the classic build, then the stable-ABI one."""
@@ -449,9 +463,7 @@ def generate(app: Sphinx) -> None:
         "tutorial_toc.md": toc,
         "schemas.md": _schemas_fragment(),
         # In a container, so the stylesheet can size this table to fit 1280 px.
-        "tutorial_matrix.md": "::::{container} stage-matrix\n"
-        + _include_or_missing("tutorial_matrix.md", "The tutorial stage matrix", "make tutorial")
-        + "::::\n",
+        "tutorial_matrix.md": _tutorial_matrix_fragment(),
         "compatibility.md": _compatibility_fragment(),
         "conformance.md": _conformance_fragment(),
         "performance.md": _performance_fragment(),

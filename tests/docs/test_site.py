@@ -260,6 +260,7 @@ def test_results_are_shown_where_they_exist(site: str) -> None:
     """A results file that exists must be rendered, not reported as missing."""
     pages = {
         "tutorial_matrix.md": "conformance.html",
+        "tutorial_matrix_gpu.md": "conformance.html",
         "compatibility.md": "compatibility.html",
         "conformance.xml": "conformance.html",
         "conformance-stable.xml": "conformance.html",
