@@ -55,6 +55,11 @@ setup(
             "extension_cpp._C",
             sources,
             extra_compile_args={"cxx": ["-O3", *defines], "nvcc": ["-O3", *defines]},
+            # Keeps a static copy of the C++ runtime, where the toolchain links
+            # one in, private to _C (docs: "A segfault instead of the error
+            # message"); no effect where libstdc++ is a shared library. The
+            # stable ABI does not change that: _C still has C++ code of its own.
+            extra_link_args=["-Wl,--exclude-libs,ALL"],
             # One build for every CPython >= 3.10 (torch 2.10's oldest): _C uses
             # only the limited API (csrc/python_module.cpp), so the file is
             # named _C.abi3.so.
