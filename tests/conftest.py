@@ -35,8 +35,15 @@ settings.register_profile("default", derandomize=True, **_COMMON)
 settings.register_profile("fuzz", derandomize=False, max_examples=1000, **_COMMON)
 settings.load_profile("default")
 
-# extension_cpp.testing's markers and its summary of failures by check.
-pytest_plugins = ["extension_cpp.testing.pytest_plugin"]
+# The harness's markers and its summary of failures by check, from the package
+# under test (tests/conformance/cases.py, EXTENSION_CPP_BUILD): the stable-ABI
+# package ships the same harness as extension_cpp_stable.testing, so a venv
+# with only its wheel (make matrix's stable track, any torch >= 2.10) runs the
+# suite too, without the classic package, which loads on one torch only.
+_HARNESS = (
+    "extension_cpp_stable" if os.environ.get("EXTENSION_CPP_BUILD") == "stable" else "extension_cpp"
+)
+pytest_plugins = [f"{_HARNESS}.testing.pytest_plugin"]
 
 
 def pytest_addoption(parser):

@@ -9,10 +9,12 @@ import.
 
 The Python side is the classic package's own files (``ops.py``, ``_checks.py``,
 ``_sharding.py``, ``_dtensor_hook.py`` are links to them), which read their op
-namespace from the package name. What the classic package does in C++ with
-the dispatcher's C++ API, which the stable ABI does not offer, is registered
-from Python here: the Autograd kernels (``_autograd.py``) and the Autocast
-ones (``_autocast.py``).
+namespace from the package name. So is the conformance harness:
+``extension_cpp_stable.testing`` is ``extension_cpp.testing`` (links too), so a
+venv with this wheel alone, on any torch from 2.10, can run it on any op.
+What the classic package does in C++ with the dispatcher's C++ API, which the
+stable ABI does not offer, is registered from Python here: the Autograd
+kernels (``_autograd.py``) and the Autocast ones (``_autocast.py``).
 """
 
 import importlib

@@ -9,8 +9,10 @@ extension_cpp.testing, which generates the checks every op needs
 The suite runs once per build: EXTENSION_CPP_BUILD=classic (the default)
 tests the extension_cpp package, EXTENSION_CPP_BUILD=stable the stable-ABI
 extension_cpp_stable (stable/). Tests call the ops through ``pkg`` and
-``ops_ns`` below, never through a package name. The harness itself
-(extension_cpp.testing) is pure Python and comes from the classic package.
+``ops_ns`` below, never through a package name. The harness
+(extension_cpp.testing) is pure Python; the stable package ships the same
+files as extension_cpp_stable.testing, and ``testing`` below is the one of the
+build under test.
 """
 
 from __future__ import annotations
@@ -23,9 +25,6 @@ from typing import Callable
 import pytest
 import torch
 
-from extension_cpp import testing
-from extension_cpp.testing import DTYPES, TOLERANCES, dtype_id  # noqa: F401  (the tests' imports)
-
 BUILDS = {"classic": "extension_cpp", "stable": "extension_cpp_stable"}
 BUILD = os.environ.get("EXTENSION_CPP_BUILD", "classic")
 if BUILD not in BUILDS:
@@ -34,6 +33,9 @@ PACKAGE = BUILDS[BUILD]  # also the op namespace: torch.ops.<PACKAGE>
 STABLE = BUILD == "stable"
 pkg = importlib.import_module(PACKAGE)
 ops_ns = getattr(torch.ops, PACKAGE)
+# The harness, from the package under test (both ship it: see tests/conftest.py).
+testing = importlib.import_module(f"{PACKAGE}.testing")
+DTYPES, TOLERANCES, dtype_id = testing.DTYPES, testing.TOLERANCES, testing.dtype_id
 
 
 def classic_only(reason: str):

@@ -9,10 +9,8 @@ file is the suite's copy of those checks. What is specific to our ops (exact
 error words, out= layouts, kernel paths, ...) stays in the other modules.
 """
 
-from extension_cpp.testing import conformance_tests
+from .cases import SPECS, testing
 
-from .cases import SPECS
-
-test_mymuladd = conformance_tests(SPECS["mymuladd"])
-test_mymul = conformance_tests(SPECS["mymul"])
-test_myadd_out = conformance_tests(SPECS["myadd_out"])
+test_mymuladd = testing.conformance_tests(SPECS["mymuladd"])
+test_mymul = testing.conformance_tests(SPECS["mymul"])
+test_myadd_out = testing.conformance_tests(SPECS["myadd_out"])

@@ -1,0 +1,1 @@
+../../../extension_cpp/testing/spec.py
