@@ -16,6 +16,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -40,10 +41,10 @@ def build_env() -> dict[str, str]:
     return env
 
 
-def source_key(checkpoint: Path) -> str:
+def source_key(checkpoint: Path, env: dict[str, str] | None = None) -> str:
     import torch
 
-    env = build_env()
+    env = env or build_env()
     h = hashlib.sha256()
     for setting in (
         torch.__version__,
@@ -98,6 +99,54 @@ def build(checkpoint: Path, log=None) -> tuple[float, bool]:
     return time.perf_counter() - start, True
 
 
+def links_cuda(checkpoint: Path) -> bool:
+    """Whether the checkpoint's built library links torch's CUDA libraries."""
+    for library in built_libraries(checkpoint):
+        dynamic = subprocess.run(["readelf", "-d", library], capture_output=True, text=True)
+        if re.search(r"\[lib(c10_cuda|torch_cuda|cudart)\b", dynamic.stdout):
+            return True
+    return False
+
+
+def build_cpu_only(checkpoint: Path) -> Path:
+    """The checkpoint's sources built again without CUDA kernels
+    (EXTENSION_CPP_CUDA=0), in a copy under the cache. Returns the folder that
+    holds the copy's extension_cpp package. The library is compiled once per
+    set of sources, as build() does. The "other torch" check runs this copy
+    when the second torch is CPU-only and the checkpoint's own build links
+    torch's CUDA libraries, which that torch does not have, whatever the ABI."""
+    env = {**build_env(), "EXTENSION_CPP_CUDA": "0"}
+    entry = CACHE / f"cpu-only-{source_key(checkpoint, env)}"
+    copy = CACHE / "cpu-only" / checkpoint.name
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(
+        checkpoint, copy, ignore=shutil.ignore_patterns("build", "__pycache__", "_C*.so")
+    )
+    if (entry / "done").exists():
+        for library in entry.glob("_C*.so"):
+            shutil.copy2(library, copy / "extension_cpp" / library.name)
+        return copy
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--upgrade"]
+        + ["--target", "build/pip", "-e", "."],
+        cwd=copy,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"building {checkpoint.name} for CPU only failed:\n{proc.stdout[-4000:]}"
+        )
+    shutil.rmtree(entry, ignore_errors=True)
+    entry.mkdir(parents=True)
+    for library in built_libraries(copy):
+        shutil.copy2(library, entry)
+    (entry / "done").write_text(checkpoint.name + "\n")
+    return copy
+
+
 # The second torch release for the "other torch" check: a CPU-only wheel, so
 # the venv stays under 1 GB. Another release than the one this repository
 # builds against (requirements/torch.txt); TUTORIAL_OTHER_TORCH picks another.
@@ -126,6 +175,16 @@ def other_torch_python() -> tuple[str | None, str]:
     return str(python), ""
 
 
+def other_torch_has_cuda(python: str) -> bool:
+    """Whether the second torch is a CUDA build (asked once, kept in its venv)."""
+    answer = Path(python).parent.parent / "has_cuda"
+    if not answer.exists():
+        code = "import torch; print(torch.version.cuda is not None)"
+        out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
+        answer.write_text(out.stdout.strip() + "\n")
+    return answer.read_text().strip() == "True"
+
+
 def run_checks(package_dir: Path | None, timeout: float = 900) -> dict:
     """Runs checks.py in a fresh interpreter (the extension_cpp namespace can be
     defined once per process). package_dir: the checkpoint to import, or None
@@ -147,6 +206,8 @@ def run_checks(package_dir: Path | None, timeout: float = 900) -> dict:
     if package_dir is not None:
         env["PYTHONPATH"] = str(package_dir)
         which = ["--expect-package", str(package_dir / "extension_cpp")]
+        if other and links_cuda(package_dir) and not other_torch_has_cuda(other):
+            env["TUTORIAL_OTHER_FOLDER"] = str(build_cpu_only(package_dir))
     proc = subprocess.run(
         [sys.executable, str(CHECKS), *which],
         env=env,

@@ -207,7 +207,12 @@ def _other_torch() -> None:
         raise _Skip(os.environ.get("TUTORIAL_OTHER_PYTHON_MISSING", "no second torch"))
     import extension_cpp
 
-    folder = os.path.dirname(os.path.dirname(os.path.realpath(extension_cpp.__file__)))
+    # The checkpoint itself, or (TUTORIAL_OTHER_FOLDER, where the second torch
+    # is CPU-only and this build links torch's CUDA libraries) a CPU-only build
+    # of the same sources. The nm test below reads this build's own library.
+    folder = os.environ.get("TUTORIAL_OTHER_FOLDER") or os.path.dirname(
+        os.path.dirname(os.path.realpath(extension_cpp.__file__))
+    )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run(
         [python, "-c", _OTHER_TORCH_PROGRAM, folder, torch.__version__],
@@ -228,7 +233,7 @@ def _other_torch() -> None:
             raise _Skip(
                 "the checkpoint has CUDA kernels and the second torch has no CUDA "
                 f"libraries ({what}); set TUTORIAL_OTHER_TORCH to a CUDA build of "
-                "another release, or build with EXTENSION_CPP_CUDA=0"
+                "another release"
             )
         raise RuntimeError(f"under another torch: {what}")
     symbols = _libtorch_cxx_symbols(extension_cpp._C.__file__)

@@ -42,8 +42,10 @@ CHECKS = [
     (
         "other_torch",
         "other torch",
-        "loads on a torch other than the one it was built with and runs the three ops on CPU; "
-        "its library needs no libtorch C++ symbol (nm), so later releases load it too",
+        "loads on a torch other than the one it was built with and runs the three ops on CPU "
+        "(a CPU-only build of the same sources where that torch is CPU-only and the checkpoint "
+        "has CUDA kernels); its library needs no libtorch C++ symbol (nm), so later releases "
+        "load it too",
     ),
 ]
 CHECK_KEYS = [key for key, _, _ in CHECKS]
