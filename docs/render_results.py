@@ -127,12 +127,15 @@ def render_tests(xml_path: str, module: str, names: list[str]) -> str:
 SYMBOLS = {"pass": "✓", "fail": "✗", "skip": "–"}
 
 
-def render_tutorial_matrix(report: dict, checks: list[tuple[str, str, str]]) -> str:
+def render_tutorial_matrix(
+    report: dict, checks: list[tuple[str, str, str]], label_prefix: str = ""
+) -> str:
     """The stage x check table of tutorial/walk.py's report: marks, errors in footnotes.
 
     checks: (key, column title, what it runs), tutorial/matrix.py's CHECKS. A
     cell is ✓, ✗ or – (skipped); each ✗ carries a footnote with the reason and
     the first line of the error the reader sees, one footnote per reason.
+    label_prefix starts every footnote label, so two tables can share a page.
     """
     notes: dict[str, str] = {}  # reason -> footnote text
 
@@ -152,7 +155,7 @@ def render_tutorial_matrix(report: dict, checks: list[tuple[str, str, str]]) -> 
         if cell.get("as_expected") is False:
             text += " (not as declared)"
         if reason:
-            label = re.sub(r"[^a-z0-9]+", "-", reason.lower()).strip("-")
+            label = label_prefix + re.sub(r"[^a-z0-9]+", "-", reason.lower()).strip("-")
             if reason not in notes:
                 shown = error if len(error) <= 400 else error[:400] + " [...]"
                 notes[reason] = f"[^{label}]: **{reason}**" + (f": `{shown}`" if shown else "")

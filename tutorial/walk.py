@@ -85,7 +85,10 @@ def write_results(report: dict) -> str:
     import render_results
 
     (RESULTS / f"{name}.md").write_text(
-        render_results.render_tutorial_matrix(report, matrix.CHECKS)
+        # The docs show both tables on one page: their footnotes need distinct labels.
+        render_results.render_tutorial_matrix(
+            report, matrix.CHECKS, label_prefix="gpu-" if report["cuda"] else ""
+        )
     )
     return name
 
