@@ -75,7 +75,7 @@ def test_renamed_copy_builds_and_passes_its_conformance_suite(renamed_copy):
     env.setdefault("MAX_JOBS", "2")
     build = subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation"]
-        + ["--upgrade", "--target", "build/pip", "-e", "."],
+        + ["--use-pep517", "--upgrade", "--target", "build/pip", "-e", "."],
         cwd=renamed_copy,
         env=env,
         capture_output=True,

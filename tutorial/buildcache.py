@@ -5,9 +5,14 @@ change only Python), so the compiled extension_cpp/_C*.so is cached by a hash
 of what goes into it (setup.py, csrc/, torch and Python versions, the CUDA
 settings) under tutorial/.build-cache/ and copied into each checkpoint that
 shares it. The build is the command the READMEs give a reader, run in the
-checkpoint folder: `pip install --no-build-isolation --upgrade --target
+checkpoint folder: `pip install --no-build-isolation --use-pep517 --upgrade --target
 build/pip -e .` (an editable build puts _C beside the sources; --target keeps
 the reference's install of extension_cpp in the environment as it is).
+--use-pep517 is what pip 25 and later do anyway; pip 24.0 (Ubuntu 24.04's, on
+the GPU test machine) instead runs the checkpoint's `setup.py develop`, which
+setuptools 81 hands back to pip with build isolation, so the build failed
+offline fetching setuptools ("No matching distribution found for
+setuptools>=40.8.0").
 """
 
 from __future__ import annotations
@@ -75,7 +80,15 @@ def build(checkpoint: Path, log=None) -> tuple[float, bool]:
         os.remove(old)
     if not (entry / "done").exists():
         proc = subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--upgrade"]
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--no-build-isolation",
+                "--use-pep517",
+                "--upgrade",
+            ]
             + ["--target", "build/pip", "-e", "."],
             cwd=checkpoint,
             env=build_env(),
@@ -127,7 +140,15 @@ def build_cpu_only(checkpoint: Path) -> Path:
             shutil.copy2(library, copy / "extension_cpp" / library.name)
         return copy
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--upgrade"]
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-build-isolation",
+            "--use-pep517",
+            "--upgrade",
+        ]
         + ["--target", "build/pip", "-e", "."],
         cwd=copy,
         env=env,

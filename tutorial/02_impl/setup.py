@@ -1,6 +1,6 @@
 """Builds extension_cpp._C, the library that registers the tutorial's operators.
 
-    pip install --no-build-isolation --upgrade --target build/pip -e .
+    pip install --no-build-isolation --use-pep517 --upgrade --target build/pip -e .
 
 (the checkpoint's README says why these flags).
 

@@ -4,7 +4,7 @@ Step 6: against the LibTorch stable ABI. TORCH_TARGET_VERSION names the
 oldest torch the build must load on (2.10); the headers then hide anything
 newer, and refuse c10/ATen headers, which are not part of the stable ABI.
 
-    pip install --no-build-isolation --upgrade --target build/pip -e .
+    pip install --no-build-isolation --use-pep517 --upgrade --target build/pip -e .
 
 (the checkpoint's README says why these flags).
 

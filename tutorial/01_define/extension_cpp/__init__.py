@@ -14,7 +14,8 @@ _libraries = glob.glob(os.path.join(os.path.dirname(__file__), "_C*.so"))
 if not _libraries:
     raise ImportError(
         f"{os.path.dirname(os.path.abspath(__file__))} has no compiled _C: build this checkpoint "
-        "first (in its folder: pip install --no-build-isolation --upgrade --target build/pip -e .)"
+        "first (in its folder: pip install --no-build-isolation --use-pep517 --upgrade "
+        "--target build/pip -e .)"
     )
 torch.ops.load_library(_libraries[0])
 

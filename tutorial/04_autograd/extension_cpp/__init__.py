@@ -20,7 +20,8 @@ if not any(
 ):
     raise ImportError(
         f"{_HERE} has no compiled _C: build this checkpoint first "
-        "(in its folder: pip install --no-build-isolation --upgrade --target build/pip -e .)"
+        "(in its folder: pip install --no-build-isolation --use-pep517 --upgrade "
+        "--target build/pip -e .)"
     )
 
 from . import _C, ops  # noqa: E402, F401  (importing _C registers the ops)
