@@ -37,6 +37,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import extension_cpp_stable  # noqa: E402
 from bench_ratios import calls_per_batch, emit, measure  # noqa: E402
 
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "perf")
+)
+import cases as perf_cases  # noqa: E402  (tests/perf/cases.py)
+
 import extension_cpp  # noqa: E402
 
 BUILDS = {"classic": extension_cpp, "stable": extension_cpp_stable}
@@ -64,27 +69,17 @@ GRAPH_CALLS = 20  # calls captured in one CUDA graph
 
 
 def graphed(fn, pool, count: int = GRAPH_CALLS):
-    """A CUDA graph of `count` calls of fn, as a function that replays it.
+    """A function that replays a CUDA graph of `count` calls of fn.
 
-    Captured as torch.cuda.graphs documents: warm-up calls on a side stream
-    first. Each call's output is dropped at once, so no memory of the graph
+    Each call's output is dropped at once, so no memory of the graph
     outlives its capture, and the graphs of all candidates can share one
     memory pool: each writes its output to the same block. With a pool per
     graph, on the H100, mymul and mymuladd in bfloat16 at 2^22 elements (24
     MiB in all, inside the 50 MiB L2 cache) measured 1.05 stable / classic
     while myadd_out, which writes the one `out` every candidate shares,
-    measured 0.996: the output's address, not the kernel."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, pool=pool):
-        for _ in range(count):
-            fn()
-    return graph.replay
+    measured 0.996; with one pool, 1.002-1.007: the output's address, not
+    the kernel."""
+    return perf_cases.captured(fn, count, pool).replay
 
 
 def one_element(rounds: int) -> list:

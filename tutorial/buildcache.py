@@ -32,6 +32,10 @@ from pathlib import Path
 TUTORIAL = Path(__file__).resolve().parent
 REPO = TUTORIAL.parent
 CACHE = TUTORIAL / ".build-cache"
+# The build command the READMEs give (see the module docstring for each flag).
+PIP_BUILD = [sys.executable, "-m"] + (
+    "pip install --no-build-isolation --use-pep517 --upgrade --target build/pip -e ."
+).split()
 CHECKS = TUTORIAL / "checks.py"
 
 
@@ -80,16 +84,7 @@ def build(checkpoint: Path, log=None) -> tuple[float, bool]:
         os.remove(old)
     if not (entry / "done").exists():
         proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "install",
-                "--no-build-isolation",
-                "--use-pep517",
-                "--upgrade",
-            ]
-            + ["--target", "build/pip", "-e", "."],
+            PIP_BUILD,
             cwd=checkpoint,
             env=build_env(),
             stdout=subprocess.PIPE,
@@ -140,16 +135,7 @@ def build_cpu_only(checkpoint: Path) -> Path:
             shutil.copy2(library, copy / "extension_cpp" / library.name)
         return copy
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--no-build-isolation",
-            "--use-pep517",
-            "--upgrade",
-        ]
-        + ["--target", "build/pip", "-e", "."],
+        PIP_BUILD,
         cwd=copy,
         env=env,
         stdout=subprocess.PIPE,

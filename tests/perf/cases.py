@@ -139,9 +139,10 @@ def make_round(case: Case, device: str, metric: str, calls: int) -> Callable[[],
     return replay
 
 
-def captured(fn: Callable[[], object], calls: int) -> torch.cuda.CUDAGraph:
+def captured(fn: Callable[[], object], calls: int, pool=None) -> torch.cuda.CUDAGraph:
     """`calls` calls of fn captured in one CUDA graph, after a warm-up on a
-    side stream (as capture requires)."""
+    side stream (as capture requires). `pool`: a memory pool to share with
+    other graphs (torch.cuda.graph_pool_handle()), else the graph's own."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
@@ -149,7 +150,7 @@ def captured(fn: Callable[[], object], calls: int) -> torch.cuda.CUDAGraph:
             fn()
     torch.cuda.current_stream().wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, pool=pool):
         for _ in range(calls):
             fn()
     return graph
