@@ -26,12 +26,7 @@ import torch
 import extension_cpp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_ratios import measure  # noqa: E402
-
-sys.path.insert(
-    0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "perf")
-)
-import cases as perf_cases  # noqa: E402  (tests/perf/cases.py)
+from bench_ratios import measure, perf_cases  # noqa: E402
 
 # Elements per operand: 2^20 on the CPU, 2^24 on a GPU (past its L2 cache).
 SIZE_LOG2 = {"cpu": 20, "cuda": 24}

@@ -35,12 +35,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import extension_cpp_stable  # noqa: E402
-from bench_ratios import calls_per_batch, emit, measure  # noqa: E402
-
-sys.path.insert(
-    0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "perf")
-)
-import cases as perf_cases  # noqa: E402  (tests/perf/cases.py)
+from bench_ratios import calls_per_batch, emit, measure, perf_cases  # noqa: E402
 
 import extension_cpp  # noqa: E402
 

@@ -40,17 +40,20 @@ _grad_enabled = torch.is_grad_enabled
 _increment_version = torch.autograd.graph.increment_version
 
 
+def _requires_grad(t) -> bool:
+    return t is not None and t.requires_grad
+
+
 def _records_nothing(a, b) -> bool:
     """True for the common call: no tangent, and no gradient to record.
 
     Every call of mymuladd and mymul runs this, so it is the fewest Python
     operations that decide it; anything else takes the general path below
     (which also handles None). On this repository's 2-core CPU it took the
-    Autograd kernel of mymul on one element from 2.5 to 1.9 us.
+    Autograd kernel of mymul on one element from 2.5 to 2.0 us.
     """
     return fwAD._current_level < 0 and not (
-        _grad_enabled()
-        and ((a is not None and a.requires_grad) or (b is not None and b.requires_grad))
+        _grad_enabled() and (_requires_grad(a) or _requires_grad(b))
     )
 
 
@@ -117,10 +120,6 @@ def _mymul(keyset, a, b):
 
 def _first(predicate, **tensors):
     return next((name for name, t in tensors.items() if predicate(t)), None)
-
-
-def _requires_grad(t) -> bool:
-    return t is not None and t.requires_grad
 
 
 def _myadd_out(keyset, a, b, out):
