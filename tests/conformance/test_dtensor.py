@@ -30,14 +30,19 @@ BACKENDS = [
 @pytest.fixture(scope="module", params=BACKENDS)
 def results(request, tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("dtensor") / "results.json"
-    run = subprocess.run(
-        [sys.executable, WORKER, str(out), "--backend", request.param, "--package", PACKAGE],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    command = [sys.executable, WORKER, str(out), "--backend", request.param, "--package", PACKAGE]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    if run.returncode != 0 and TEARDOWN_ABORT in run.stderr:
+        # gloo's threads, at a rank's exit, now and then (1 run in 3 of the
+        # stable build's suite here on 2026-11-25, after the barrier in
+        # dtensor_worker.py; "<no Python frame>" in the dump). One more run;
+        # a second abort, or any other failure, fails the test.
+        run = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return json.loads(out.read_text())
+
+
+TEARDOWN_ABORT = "terminate called without an active exception"
 
 
 LOCAL = [

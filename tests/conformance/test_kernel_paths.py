@@ -52,6 +52,27 @@ PATHS = {
         _randn(7, 997, 15, **kw)[:, :, 1:],
         _randn(7, 1, 14, **kw).expand(7, 997, 14),
     ),
+    # CPU run loop with a step of 2 (float32/float64; float16 and bfloat16
+    # gather instead): both inputs every other element (one 1-D run after the
+    # dimensions merge), one against a broadcast row or column (a batch of
+    # rows per call), and rows of 15 that do not merge (batches of short
+    # rows, parallel chunks beginning mid-row).
+    "steps-both-sliced": lambda **kw: (
+        _randn(97, 2002, **kw)[:, ::2],
+        _randn(97, 2002, **kw)[:, ::2],
+    ),
+    "steps-sliced-and-broadcast-row": lambda **kw: (
+        _randn(97, 2002, **kw)[:, ::2],
+        _randn(1, 1001, **kw).expand(97, 1001),
+    ),
+    "steps-broadcast-col-and-sliced": lambda **kw: (
+        _randn(97, 1, **kw).expand(97, 1001),
+        _randn(97, 2002, **kw)[:, 1::2],
+    ),
+    "steps-short-rows-3d": lambda **kw: (
+        _randn(5, 4001, 31, **kw)[:, :, 1::2],
+        _randn(5, 4001, 15, **kw),
+    ),
     # Tiled kernel: one input transposed, partial tiles on both edges.
     "tiled-one-transposed": lambda **kw: (_randn(67, 1001, **kw), _randn(1001, 67, **kw).t()),
     # Tiled kernel with a batch dimension, and with a transposed broadcast.
@@ -150,3 +171,15 @@ def test_myadd_out_on_each_path(device, dtype, path):
         out = torch.full(a.shape, float("nan"), dtype=dtype, device=device)
     pkg.myadd_out(a, b, out)
     assert_matches_reference(OPS["myadd_out"], out, a, b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("device", devices())
+def test_myadd_out_in_place_beside_a_step_sliced_input(device, dtype):
+    """out is exactly b while a is read every other element: the CPU run
+    loop's step-2 pattern must read each element of b before writing it."""
+    a = _randn(97, 2002, dtype=dtype, device=device)[:, ::2]
+    b = _randn(97, 1001, dtype=dtype, device=device)
+    expected = a + b
+    pkg.myadd_out(a, b, b)
+    torch.testing.assert_close(b, expected, rtol=0, atol=0)
