@@ -1,6 +1,7 @@
 """Layout sweep: our ops against PyTorch eager and torch.compile, every layout.
 
-    python scripts/bench_layouts.py [--device cpu|cuda] [--threads 1,2] [--out FILE.md]
+    python scripts/bench_layouts.py [--device cpu|cuda] [--threads 1,2] [--layouts WORDS]
+        [--dtypes float32,...] [--out FILE.md]
 
 Real models feed elementwise ops channels_last activations, transposed
 weights, slices and broadcasts, not only contiguous tensors. For each such
@@ -117,12 +118,12 @@ def copy_us(n: int, dtype, device: str, sync) -> float:
     return measure({"copy": lambda: dst.copy_(src)}, rounds=25, calls=20, sync=sync)["copy"]
 
 
-def sweep(device: str, threads: int, only=None) -> list:
+def sweep(device: str, threads: int, only=None, dtypes=DTYPES) -> list:
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     torch.set_num_threads(threads)
     n_log2 = SIZE_LOG2[device]
     rows = []
-    for dtype_name in DTYPES:
+    for dtype_name in dtypes:
         dtype = getattr(torch, dtype_name)
         copy = copy_us(2**n_log2, dtype, device, sync)  # of one size: scaled per layout below
         for name, make in layouts(n_log2).items():
@@ -206,8 +207,15 @@ def main() -> None:
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--threads", default=None, help="comma-separated CPU thread counts")
     parser.add_argument("--layouts", help="comma-separated words: only layouts whose name has one")
+    parser.add_argument(
+        "--dtypes", default=",".join(DTYPES), help="comma-separated, of " + ", ".join(DTYPES)
+    )
     parser.add_argument("--out")
     args = parser.parse_args()
+    dtypes = args.dtypes.split(",")
+    unknown = sorted(set(dtypes) - set(DTYPES))
+    if unknown:
+        parser.error(f"--dtypes: expected some of {', '.join(DTYPES)}, got {', '.join(unknown)}")
     only = args.layouts.split(",") if args.layouts else None
     warnings.filterwarnings("ignore", category=UserWarning)  # inductor's TF32 advice etc.
     if args.device == "cuda":
@@ -221,7 +229,7 @@ def main() -> None:
     today = datetime.date.today().isoformat()
     lines = [f"# Layout sweep: {where}, torch {torch.__version__}, {today}", ""]
     for threads in thread_counts:
-        lines += table(args.device, threads, sweep(args.device, threads, only))
+        lines += table(args.device, threads, sweep(args.device, threads, only, dtypes))
     text = "\n".join(lines)
     print(text)
     if args.out:
