@@ -45,8 +45,11 @@ import cases as perf_cases  # noqa: E402  (tests/perf/cases.py)
 ops = torch.ops.extension_cpp
 
 
-def measure(cases: dict, rounds: int = 40, calls: int = 2000, sync=None) -> dict:
+def measure(cases: dict, rounds: int = 40, calls: int = 2000, sync=None, samples=None) -> dict:
     """Fastest per-call microseconds of each case, interleaved over rounds.
+
+    `samples`, a dict with a list for each case, receives every batch's
+    per-call time as well (for medians).
 
     Without `sync`, the clock is the thread's CPU time; with it (a device
     synchronisation run after each batch), the wall clock. Each round takes
@@ -79,7 +82,10 @@ def measure(cases: dict, rounds: int = 40, calls: int = 2000, sync=None) -> dict
                 fn()
             if sync is not None:
                 sync()
-            best[name] = min(best[name], (clock() - t0) / calls / 1e3)
+            per_call = (clock() - t0) / calls / 1e3
+            best[name] = min(best[name], per_call)
+            if samples is not None:
+                samples[name].append(per_call)
     return best
 
 
