@@ -78,10 +78,16 @@ def main() -> None:
             fastest = best[theirs] / best[ours]
             median = statistics.median(samples[theirs]) / statistics.median(samples[ours])
             cells.append(f"{label} {fastest:.2f}/{median:.2f}")
-        print(f"{name}: {'  '.join(cells)}   (fastest/median batch; ours "
-              f"mymul {best['mymul']:.1f} us)", flush=True)
-        print(f"    output addresses: ours {addresses(fns['mymul'])}; "
-              f"torch.mul {addresses(fns['torch.mul'])}", flush=True)
+        print(
+            f"{name}: {'  '.join(cells)}   (fastest/median batch; ours "
+            f"mymul {best['mymul']:.1f} us)",
+            flush=True,
+        )
+        print(
+            f"    output addresses: ours {addresses(fns['mymul'])}; "
+            f"torch.mul {addresses(fns['torch.mul'])}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":
