@@ -12,6 +12,10 @@ freeing a NaN-filled block of the same size just before, which the caching
 allocator hands back), so an element a kernel skips fails the comparison.
 """
 
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -183,3 +187,67 @@ def test_myadd_out_in_place_beside_a_step_sliced_input(device, dtype):
     expected = a + b
     pkg.myadd_out(a, b, b)
     torch.testing.assert_close(b, expected, rtol=0, atol=0)
+
+
+# Values that break naive code: signed zeros, infinities, NaN, the extremes.
+SPECIALS = (-0.0, 0.0, float("inf"), float("-inf"), float("nan"), 1.0, -1.0)
+
+# The run loop's input patterns (dense, repeated along the row, repeated
+# across rows), rows long enough for its two-vector steps and odd enough for
+# its one-vector step and single-element tail.
+SPECIAL_PATHS = {
+    "dense": lambda make: (make(67, 1001), make(67, 1001)),
+    "broadcast-row": lambda make: (make(1, 1001).expand(67, 1001), make(67, 1001)),
+    "broadcast-col": lambda make: (make(67, 1001), make(67, 1).expand(67, 1001)),
+}
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    return t.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+
+
+@pytest.mark.parametrize("path", SPECIAL_PATHS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("op_name", ["mymul", "myadd_out"])
+def test_special_values_bit_for_bit(op_name, device, dtype, path):
+    """Products and sums of signed zeros, infinities and NaN equal PyTorch's
+    bit for bit (NaN where PyTorch has NaN, whatever its payload): a vector
+    loop that fills a repeated input with 0 + x, say, turns -0.0 into 0.0,
+    which assert_close does not see."""
+    gen = torch.Generator().manual_seed(0)
+    pool = torch.tensor(SPECIALS, dtype=torch.float64)
+
+    def make(*shape):
+        pick = torch.randint(0, len(SPECIALS), shape, generator=gen)
+        return pool[pick].to(dtype=dtype, device=device)
+
+    a, b = SPECIAL_PATHS[path](make)
+    if op_name == "mymul":
+        out, expected = pkg.mymul(a, b), torch.mul(a, b)
+    else:
+        out = torch.empty(a.shape, dtype=dtype, device=device)
+        pkg.myadd_out(a, b, out)
+        expected = torch.add(a, b)
+    assert torch.equal(out.isnan(), expected.isnan())
+    numbers = ~expected.isnan()
+    assert torch.equal(_bits(out)[numbers], _bits(expected)[numbers])
+
+
+def test_cpu_paths_without_avx2():
+    """Every CPU case above through the run loop's baseline body, the one an
+    x86-64 CPU without AVX2 runs, as ATEN_CPU_CAPABILITY=default asks (ours
+    honours it as ATen does). The body is chosen once per process, so the
+    cases run in a process of their own."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__]
+        + ["-k", "cpu and not without_avx2"],
+        cwd=repo,
+        env={**os.environ, "ATEN_CPU_CAPABILITY": "default"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert " passed" in run.stdout
