@@ -1,7 +1,7 @@
 """Layout sweep: our ops against PyTorch eager and torch.compile, every layout.
 
     python scripts/bench_layouts.py [--device cpu|cuda] [--threads 1,2] [--layouts WORDS]
-        [--dtypes float32,...] [--out FILE.md]
+        [--dtypes float32,...] [--log2 N] [--out FILE.md]
 
 Real models feed elementwise ops channels_last activations, transposed
 weights, slices and broadcasts, not only contiguous tensors. For each such
@@ -29,7 +29,9 @@ import extension_cpp
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_ratios import measure, perf_cases  # noqa: E402
 
-# Elements per operand: 2^20 on the CPU, 2^24 on a GPU (past its L2 cache).
+# Elements per operand by default: 2^20 on the CPU, 2^24 on a GPU (past its
+# L2 cache). --log2 picks another size, 2^14 (the channels_last shape's
+# smallest) and up.
 SIZE_LOG2 = {"cpu": 20, "cuda": 24}
 DTYPES = ("float32", "bfloat16", "float16")
 OPS = ("mymuladd", "mymul", "myadd_out")
@@ -118,10 +120,12 @@ def copy_us(n: int, dtype, device: str, sync) -> float:
     return measure({"copy": lambda: dst.copy_(src)}, rounds=25, calls=20, sync=sync)["copy"]
 
 
-def sweep(device: str, threads: int, only=None, dtypes=DTYPES) -> list:
+def sweep(device: str, threads: int, only=None, dtypes=DTYPES, n_log2=None) -> list:
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     torch.set_num_threads(threads)
-    n_log2 = SIZE_LOG2[device]
+    n_log2 = n_log2 or SIZE_LOG2[device]
+    # Batches as long as 3 CPU calls (10 GPU calls) of the default size.
+    calls = (10 if device == "cuda" else 3) * 2 ** max(0, SIZE_LOG2[device] - n_log2)
     rows = []
     for dtype_name in dtypes:
         dtype = getattr(torch, dtype_name)
@@ -132,7 +136,7 @@ def sweep(device: str, threads: int, only=None, dtypes=DTYPES) -> list:
             torch._dynamo.reset()
             a, b = make(dtype=dtype, device=device)
             fns = candidates(a, b)
-            t = measure(fns, rounds=15, calls=10 if device == "cuda" else 3, sync=sync)
+            t = measure(fns, rounds=15, calls=calls, sync=sync)
             # A copy of 2^n elements reads and writes 2 * 2^n; the op writes
             # 2^n and reads each input element once (a broadcast input's
             # stored elements only), so it moves `traffic` times the copy's.
@@ -155,10 +159,10 @@ def best_ratio(t: dict, op: str) -> float:
     return min(others) / t[(op, "ours")]
 
 
-def table(device: str, threads: int, rows: list) -> list:
+def table(device: str, threads: int, rows: list, n_log2: int) -> list:
     where = device if device == "cuda" else f"cpu, {threads} thread{'s' if threads > 1 else ''}"
     lines = [
-        f"## Layouts: {where}, 2^{SIZE_LOG2[device]} elements",
+        f"## Layouts: {where}, 2^{n_log2} elements",
         "",
         "Each op cell: the fastest PyTorch time (eager, addcmul or compile) over ours, then in "
         "brackets eager over ours and compile over ours"
@@ -210,8 +214,12 @@ def main() -> None:
     parser.add_argument(
         "--dtypes", default=",".join(DTYPES), help="comma-separated, of " + ", ".join(DTYPES)
     )
+    parser.add_argument("--log2", type=int, help="elements per operand, as 2^N (N >= 14)")
     parser.add_argument("--out")
     args = parser.parse_args()
+    if args.log2 is not None and args.log2 < 14:
+        parser.error(f"--log2: expected 14 or more, got {args.log2}")
+    n_log2 = args.log2 or SIZE_LOG2[args.device]
     dtypes = args.dtypes.split(",")
     unknown = sorted(set(dtypes) - set(DTYPES))
     if unknown:
@@ -229,7 +237,9 @@ def main() -> None:
     today = datetime.date.today().isoformat()
     lines = [f"# Layout sweep: {where}, torch {torch.__version__}, {today}", ""]
     for threads in thread_counts:
-        lines += table(args.device, threads, sweep(args.device, threads, only, dtypes))
+        lines += table(
+            args.device, threads, sweep(args.device, threads, only, dtypes, n_log2), n_log2
+        )
     text = "\n".join(lines)
     print(text)
     if args.out:
