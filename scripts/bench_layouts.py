@@ -85,24 +85,25 @@ def _eager_mul(a, b):
     return a * b
 
 
-def candidates(a, b) -> dict:
-    """(op, implementation) -> one call."""
+def candidates(a, b, compiled: bool = True) -> dict:
+    """(op, implementation) -> one call; without the torch.compile ones if not `compiled`."""
     out = torch.empty_like(a + b)
     c0 = torch.tensor(0.5, dtype=a.dtype, device=a.device)
-    compiled_muladd = torch.compile(_eager_muladd, fullgraph=True, dynamic=False)
-    compiled_mul = torch.compile(_eager_mul, fullgraph=True, dynamic=False)
     fns = {
         ("mymuladd", "ours"): lambda: extension_cpp.mymuladd(a, b, 0.5),
         ("mymuladd", "eager"): lambda: _eager_muladd(a, b),
         ("mymuladd", "addcmul"): lambda: torch.addcmul(c0, a, b),
-        ("mymuladd", "compile"): lambda: compiled_muladd(a, b),
         ("mymul", "ours"): lambda: extension_cpp.mymul(a, b),
         ("mymul", "eager"): lambda: torch.mul(a, b),
-        ("mymul", "compile"): lambda: compiled_mul(a, b),
         ("myadd_out", "ours"): lambda: extension_cpp.myadd_out(a, b, out),
         ("myadd_out", "eager"): lambda: torch.add(a, b, out=out),
         ("control", "eager"): lambda: torch.mul(a, b),
     }
+    if compiled:
+        compiled_muladd = torch.compile(_eager_muladd, fullgraph=True, dynamic=False)
+        compiled_mul = torch.compile(_eager_mul, fullgraph=True, dynamic=False)
+        fns[("mymuladd", "compile")] = lambda: compiled_muladd(a, b)
+        fns[("mymul", "compile")] = lambda: compiled_mul(a, b)
     for fn in fns.values():  # compile (and check) outside the timed region
         fn()
     return fns
@@ -120,10 +121,9 @@ def copy_us(n: int, dtype, device: str, sync) -> float:
     return measure({"copy": lambda: dst.copy_(src)}, rounds=25, calls=20, sync=sync)["copy"]
 
 
-def sweep(device: str, threads: int, only=None, dtypes=DTYPES, n_log2=None) -> list:
+def sweep(device: str, threads: int, only, dtypes, n_log2: int) -> list:
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     torch.set_num_threads(threads)
-    n_log2 = n_log2 or SIZE_LOG2[device]
     # Batches as long as 3 CPU calls (10 GPU calls) of the default size.
     calls = (10 if device == "cuda" else 3) * 2 ** max(0, SIZE_LOG2[device] - n_log2)
     rows = []

@@ -5,14 +5,16 @@
 At 16 threads on the GPU host's Xeon (float32, 2^20 elements), `mymul` and
 `mymuladd` measured 0.76-0.91 of `torch.mul` and `addcmul` on a broadcast
 row, while `myadd_out` on the same inputs, the same run loop writing into an
-output allocated once, measured 0.96-0.99 of `torch.add(out=)`. The
-difference is the output each functional call allocates. For each layout
-this times the three ops against PyTorch's, interleaved (bench_ratios'
-`measure`), by the wall clock, and gives each ratio from the fastest batch
-and from the median one; then the output addresses that consecutive calls
-get from the allocator, ours and `torch.mul`'s. (The layout sweeps time the
-calling thread's CPU time instead; at 16 threads the two clocks agreed
-within 3% on every ratio, 2026-11-25.)
+output allocated once, measured 0.96-0.99 of `torch.add(out=)`, which
+points at the output each functional call allocates. For each layout this
+times the three ops against PyTorch's eager ones (bench_layouts'
+`candidates`, without torch.compile), interleaved (bench_ratios' `measure`)
+by the wall clock, and gives each ratio against the fastest PyTorch
+implementation from the fastest batch and from the median one; then the
+output addresses that consecutive calls get from the allocator, ours and
+`torch.mul`'s. (The layout sweeps time the calling thread's CPU time
+instead; at 16 threads the two clocks agreed within 3% on every ratio,
+2026-11-25.)
 """
 
 import argparse
@@ -22,32 +24,14 @@ import sys
 
 import torch
 
-import extension_cpp
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_layouts import layouts  # noqa: E402
+from bench_layouts import OPS, candidates, layouts  # noqa: E402
 from bench_ratios import measure  # noqa: E402
 
-# (label, ours, PyTorch's): each pair is timed in the same rounds.
-PAIRS = (
-    ("mymul", "mymul", "torch.mul"),
-    ("mymuladd", "mymuladd", "addcmul"),
-    ("myadd_out", "myadd_out", "torch.add(out=)"),
-)
 
-
-def candidates(a, b) -> dict:
-    out = torch.empty_like(a + b)
-    c0 = torch.tensor(0.5, dtype=a.dtype)
-    return {
-        "mymul": lambda: extension_cpp.mymul(a, b),
-        "torch.mul": lambda: torch.mul(a, b),
-        "mymuladd": lambda: extension_cpp.mymuladd(a, b, 0.5),
-        "addcmul": lambda: torch.addcmul(c0, a, b),
-        "myadd_out": lambda: extension_cpp.myadd_out(a, b, out),
-        "torch.add(out=)": lambda: torch.add(a, b, out=out),
-        "A/A": lambda: torch.mul(a, b),
-    }
+def fastest_native(fns: dict, best: dict, op: str) -> tuple:
+    """The key of PyTorch's fastest implementation of op (eager or addcmul)."""
+    return min((k for k in fns if k[0] == op and k[1] != "ours"), key=best.get)
 
 
 def addresses(fn, calls: int = 4) -> str:
@@ -70,22 +54,24 @@ def main() -> None:
         if not any(word in name for word in words):
             continue
         a, b = make(dtype=torch.float32, device="cpu")
-        fns = candidates(a, b)
+        fns = candidates(a, b, compiled=False)
         samples = {k: [] for k in fns}
         best = measure(fns, args.rounds, args.calls, sync=lambda: None, samples=samples)
-        cells = []
-        for label, ours, theirs in PAIRS + (("A/A", "A/A", "torch.mul"),):
-            fastest = best[theirs] / best[ours]
-            median = statistics.median(samples[theirs]) / statistics.median(samples[ours])
-            cells.append(f"{label} {fastest:.2f}/{median:.2f}")
+        median = {k: statistics.median(v) for k, v in samples.items()}
+        # (label, ours, PyTorch's fastest eager implementation), then the A/A control.
+        pairs = [(op, (op, "ours"), fastest_native(fns, best, op)) for op in OPS]
+        pairs.append(("A/A", ("mymul", "eager"), ("control", "eager")))
+        cells = [
+            f"{label} {best[t] / best[o]:.2f}/{median[t] / median[o]:.2f}" for label, o, t in pairs
+        ]
         print(
             f"{name}: {'  '.join(cells)}   (fastest/median batch; ours "
-            f"mymul {best['mymul']:.1f} us)",
+            f"mymul {best[('mymul', 'ours')]:.1f} us)",
             flush=True,
         )
         print(
-            f"    output addresses: ours {addresses(fns['mymul'])}; "
-            f"torch.mul {addresses(fns['torch.mul'])}",
+            f"    output addresses: ours {addresses(fns[('mymul', 'ours')])}; "
+            f"torch.mul {addresses(fns[('mymul', 'eager')])}",
             flush=True,
         )
 
