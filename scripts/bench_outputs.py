@@ -2,23 +2,34 @@
 
     python scripts/bench_outputs.py [--threads 16] [--log2 20] [--layouts WORDS]
 
-At 16 threads on the GPU host's Xeon (float32, 2^20 elements), `mymul` and
-`mymuladd` measured 0.76-0.91 of `torch.mul` and `addcmul` on a broadcast
-row, while `myadd_out` on the same inputs, the same run loop writing into an
-output allocated once, measured 0.96-0.99 of `torch.add(out=)`, which
-points at the output each functional call allocates. For each layout this
-times the three ops against PyTorch's eager ones (bench_layouts'
-`candidates`, without torch.compile), interleaved (bench_ratios' `measure`)
-by the wall clock, and gives each ratio against the fastest PyTorch
-implementation from the fastest batch and from the median one; then the
-output addresses that consecutive calls get from the allocator, ours and
-`torch.mul`'s. (The layout sweeps time the calling thread's CPU time
-instead; at 16 threads the two clocks agreed within 3% on every ratio,
-2026-11-25.)
+For each layout this times the three ops against PyTorch's eager ones
+(bench_layouts' `candidates`, without torch.compile), interleaved
+(bench_ratios' `measure`) by the wall clock, and gives each ratio against
+the fastest PyTorch implementation from the fastest batch and from the
+median one; then, for `mymul` and `torch.mul`, the output addresses that
+consecutive calls get from the allocator and the minor page faults per
+call. (The layout sweeps time the calling thread's CPU time instead; at 16
+threads the two clocks agreed within 3% on every ratio, 2026-11-25.)
+
+It was written to test one lead. At 16 threads on the GPU host's Xeon
+(float32, 2^20 elements), before the run loop loaded two vectors before
+storing either, `mymul` and `mymuladd` measured 0.76-0.91 of `torch.mul`
+and `addcmul` on a broadcast row while `myadd_out`, the same loop writing
+into an output allocated once, measured 0.96-0.99: the output each
+functional call allocates was the suspect. It is not the cause: ours and
+`torch.mul` get the same address on every call and take no page faults up
+to 2^22 elements, and the two loops built side by side (2026-11-25, the
+results page `...-16threads-two-vector-loop.md`) put the functional ops
+at 0.83-0.93 of PyTorch's before the change and 0.95-1.03 after, with A/A
+0.96-1.07. From 2^23 float32 elements (32 MiB, glibc's largest mmap
+threshold) every functional call, PyTorch's included, maps a fresh output
+and faults in each of its pages; that costs the same for ours and for
+PyTorch's, and `myadd_out` into a reused output avoids it.
 """
 
 import argparse
 import os
+import resource
 import statistics
 import sys
 
@@ -37,6 +48,15 @@ def fastest_native(fns: dict, best: dict, op: str) -> tuple:
 def addresses(fn, calls: int = 4) -> str:
     """The low 24 bits of the output's address over consecutive calls."""
     return " ".join(hex(fn().data_ptr() % (1 << 24)) for _ in range(calls))
+
+
+def page_faults(fn, calls: int = 20) -> float:
+    """Minor page faults per call of fn (the process's count, over `calls` calls)."""
+    fn()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(calls):
+        fn()
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls
 
 
 def main() -> None:
@@ -65,13 +85,17 @@ def main() -> None:
             f"{label} {best[t] / best[o]:.2f}/{median[t] / median[o]:.2f}" for label, o, t in pairs
         ]
         print(
-            f"{name}: {'  '.join(cells)}   (fastest/median batch; ours "
-            f"mymul {best[('mymul', 'ours')]:.1f} us)",
+            f"{name}: {'  '.join(cells)}   (fastest/median batch; fastest "
+            f"mymul {best[('mymul', 'ours')]:.1f} us, torch.mul "
+            f"{best[('mymul', 'eager')]:.1f}, myadd_out {best[('myadd_out', 'ours')]:.1f}, "
+            f"torch.add(out=) {best[('myadd_out', 'eager')]:.1f})",
             flush=True,
         )
+        ours, native = fns[("mymul", "ours")], fns[("mymul", "eager")]
         print(
-            f"    output addresses: ours {addresses(fns[('mymul', 'ours')])}; "
-            f"torch.mul {addresses(fns[('mymul', 'eager')])}",
+            f"    output addresses: ours {addresses(ours)}; torch.mul {addresses(native)}; "
+            f"page faults per call: ours {page_faults(ours):.0f}, "
+            f"torch.mul {page_faults(native):.0f}",
             flush=True,
         )
 
