@@ -15,13 +15,15 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.autograd import gradcheck, gradgradcheck
 
 from .autodiff import MODES
+from .layouts import write_special_values
 from .spec import DYNAMIC_ROWS, HUGE_NUMEL, Case, ConformanceFailure, OpSpec
 
 # What to do when a check fails, shown under the failure.
 FIXES = {
     "results": "the kernel disagrees with the reference on this dtype and layout: check its "
     "index math for these strides (offset, broadcast, empty, 0-dim) and that half types "
-    "are computed in float",
+    "are computed in float; in a -specials case (inputs with -0.0, infinities and NaN), "
+    "keep IEEE arithmetic: no shortcut for zeros, no accumulator that starts at +0.0",
     "strides": "allocate the output as the reference does (for elementwise ops, "
     "torch.empty_like(torch.mul(a, b)): PyTorch's TensorIterator layout rule); an out= op "
     "must write out in place, never resize or replace it",
@@ -99,18 +101,46 @@ def _fresh_args(spec: OpSpec, case: Case, **kw) -> list:
 # -- values and layout --------------------------------------------------------
 
 
+_BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _same_bits(x: torch.Tensor, y: torch.Tensor) -> bool:
+    """x and y hold the same bits (torch.equal says NaN != NaN)."""
+    bits = _BITS[x.element_size()]
+    return torch.equal(x.view(bits), y.view(bits))
+
+
+def assert_values(spec: OpSpec, got, want, dtype) -> None:
+    """got equals want: within the dtype's tolerance, or for an exact op bit for
+    bit up to NaN payloads (NaN where want has NaN, and the sign of every zero,
+    which assert_close does not compare: -0.0 == 0.0)."""
+    torch.testing.assert_close(got, want, equal_nan=True, **spec.tolerance(dtype))
+    if spec.exact and isinstance(got, torch.Tensor):
+        zeros = (got == 0) & (want == 0)
+        flipped = torch.signbit(got[zeros]) != torch.signbit(want[zeros])
+        if flipped.any():
+            first = torch.signbit(want[zeros][flipped][0]).item()
+            raise AssertionError(
+                f"{int(flipped.sum())} zero(s) of the wrong sign, e.g. "
+                f"{'-0.0' if not first else '0.0'} where the reference has "
+                f"{'-0.0' if first else '0.0'}"
+            )
+
+
 def check_results(spec: OpSpec, case: Case) -> None:
     args = _fresh_args(spec, case)
     positions = spec.tensor_positions(args)
+    if case.variant == "specials":
+        write_special_values([args[i] for i in positions])
     before = {i: args[i].clone() for i in positions}
     got = spec.call(args)
     want = spec.expected(args)
     try:
-        torch.testing.assert_close(got, want, **spec.tolerance(case.dtype))
+        assert_values(spec, got, want, case.dtype)
     except AssertionError as e:
         raise Failed(f"result differs from the reference: {_first_lines(e)}") from None
     for i in positions:
-        if not torch.equal(args[i], before[i]):
+        if not _same_bits(args[i], before[i]):
             raise Failed(f"the op modified its input {i}, which its schema does not mutate")
 
 
@@ -256,7 +286,7 @@ def check_compile(spec: OpSpec, case: Case) -> None:
     if counter.frame_count != 1:
         raise Failed(f"compiled into {counter.frame_count} graphs, expected 1")
     try:
-        torch.testing.assert_close(got, eager, **spec.tolerance(case.dtype))
+        assert_values(spec, got, eager, case.dtype)
     except AssertionError as e:
         raise Failed(f"compiled result differs from eager: {_first_lines(e)}") from None
     if got.stride() != eager.stride():
@@ -270,7 +300,7 @@ def check_dynamic(spec: OpSpec, case: Case) -> None:
         for rows in DYNAMIC_ROWS:
             args = _fresh_args(spec, case, rows=rows)
             eager = spec.call(_clone(args))
-            torch.testing.assert_close(compiled(*args), eager, **spec.tolerance(case.dtype))
+            assert_values(spec, compiled(*args), eager, case.dtype)
 
 
 def check_export(spec: OpSpec, case: Case) -> None:
@@ -292,7 +322,7 @@ def check_export(spec: OpSpec, case: Case) -> None:
         raise Failed(f"{overload} is not a node of the exported graph: {sorted(map(str, targets))}")
     new = _fresh_args(spec, case, rows=9)
     got = exported.module()(*_clone(new))
-    torch.testing.assert_close(got, spec.call(new), **spec.tolerance(case.dtype))
+    assert_values(spec, got, spec.call(new), case.dtype)
 
 
 # -- CUDA ---------------------------------------------------------------------
@@ -314,7 +344,7 @@ def check_cuda_graph(spec: OpSpec, case: Case) -> None:
     graph.replay()
     torch.cuda.synchronize()
     try:
-        torch.testing.assert_close(result, spec.expected(args), **spec.tolerance(case.dtype))
+        assert_values(spec, result, spec.expected(args), case.dtype)
     except AssertionError as e:
         raise Failed(f"the replayed graph's result is wrong: {_first_lines(e)}") from None
 
@@ -337,7 +367,7 @@ def check_side_stream(spec: OpSpec, case: Case) -> None:
         got = spec.call(args)
     side.synchronize()
     try:
-        torch.testing.assert_close(got, spec.expected(args), **spec.tolerance(case.dtype))
+        assert_values(spec, got, spec.expected(args), case.dtype)
     except AssertionError as e:
         raise Failed(f"the op did not wait for the side stream's work: {_first_lines(e)}") from None
 
@@ -441,7 +471,7 @@ def check_huge(spec: OpSpec, case: Case) -> None:
     got = spec.call(args)
     for index in (0, 2**31 - 1, 2**31, HUGE_NUMEL - 1):
         try:
-            torch.testing.assert_close(got[index], want, **spec.tolerance(dtype))
+            assert_values(spec, got[index], want, dtype)
         except AssertionError:
             raise Failed(
                 f"element {index} is {got[index].item()}, expected {want.item()}"

@@ -114,5 +114,30 @@ def layouts(m: int, n: int, k: int) -> dict[str, Layout]:
     }
 
 
+# Written into the inputs of the results check's "specials" cases (exact ops).
+SPECIAL_VALUES = (-0.0, 0.0, float("inf"), float("-inf"), float("nan"), -1.0, 1.0)
+
+
+def write_special_values(tensors: list[torch.Tensor], seed: int = 0) -> None:
+    """Overwrites about a quarter of each tensor's memory with SPECIAL_VALUES.
+
+    The values go into the whole storage behind each view (an expanded or
+    sliced input included), at positions drawn from a seeded generator, so
+    that each input gets its own and the pairs vary: -0.0 times a positive
+    number, 0.0 times infinity, NaN plus anything.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    for t in tensors:
+        if not t.is_floating_point() or t.untyped_storage().nbytes() == 0:
+            continue
+        n = t.untyped_storage().nbytes() // t.element_size()
+        flat = t.new_empty(0).set_(t.untyped_storage(), 0, (n,), (1,))
+        where = torch.rand(n, generator=gen) < 0.25
+        which = torch.randint(len(SPECIAL_VALUES), (n,), generator=gen)
+        values = torch.tensor(SPECIAL_VALUES, dtype=t.dtype)[which]
+        with torch.no_grad():
+            flat[where.to(t.device)] = values[where].to(t.device)
+
+
 LAYOUTS: dict[str, Layout] = layouts(37, 129, 70001)
 SMALL_LAYOUTS: dict[str, Layout] = layouts(3, 5, 11)

@@ -65,7 +65,8 @@ class Case:
     device: str
     dtype: torch.dtype | None = None
     layout: str | None = None
-    variant: str | None = None  # an autodiff mode, a kind of bad input, requires_grad
+    # an autodiff mode, a kind of bad input, requires_grad, specials
+    variant: str | None = None
 
     @property
     def id(self) -> str:
@@ -131,7 +132,10 @@ class OpSpec:
             dynamic-shape check varies it), ``layout`` is one of ``layouts``.
         layouts, dtypes, devices: what to run on. CUDA cases are always generated
             and skip only without a GPU.
-        exact: the result must equal the reference bit for bit.
+        exact: the result must equal the reference bit for bit (NaN payloads
+            aside): zero tolerance, the sign of every zero, and NaN where the
+            reference has NaN. The results check then also runs on inputs
+            holding -0.0, 0.0, infinities and NaN (its ``specials`` cases).
         tolerances: dtype -> ``dict(rtol=, atol=)`` where not exact.
         differentiable: run gradcheck and gradgradcheck (default: unless ``out``).
         autodiff: the autodiff modes the op claims (keys of ``autodiff.MODES``).
@@ -266,6 +270,9 @@ class OpSpec:
             for dtype in self.dtypes:
                 for layout in self.layouts:
                     add("results", device, dtype, layout)
+                    if self.exact and dtype.is_floating_point:
+                        # Bit for bit includes -0.0, infinities and NaN.
+                        add("results", device, dtype, layout, "specials")
             for layout in self.layouts:
                 add("strides", device, first_float, layout)
                 add("fake", device, first_float, layout)

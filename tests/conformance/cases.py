@@ -128,11 +128,22 @@ OPS = {
 FUNCTIONAL_OPS = ["mymuladd", "mymul"]
 
 
+def assert_values(out: torch.Tensor, expected: torch.Tensor, exact: bool) -> None:
+    """out equals expected: where exact, bit for bit up to NaN payloads (zero
+    tolerance, NaN where expected has NaN, and the sign of every zero), else
+    within the dtype's tolerance."""
+    tol = dict(rtol=0, atol=0) if exact else TOLERANCES[out.dtype]
+    torch.testing.assert_close(out, expected, equal_nan=True, **tol)
+    if exact:
+        # assert_close counts -0.0 == 0.0; the sign of a zero must match too.
+        zeros = (out == 0) & (expected == 0)
+        assert torch.equal(torch.signbit(out[zeros]), torch.signbit(expected[zeros]))
+
+
 def assert_matches_reference(op: Op, out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
     """out equals op's reference on (a, b): bit for bit where op.exact, else
     within the dtype's tolerance."""
-    tol = dict(rtol=0, atol=0) if op.exact else TOLERANCES[a.dtype]
-    torch.testing.assert_close(out, op.reference(a, b), **tol)
+    assert_values(out, op.reference(a, b), op.exact)
 
 
 # The functional ops as functions of (a, b), beside the same expression in

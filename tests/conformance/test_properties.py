@@ -25,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from . import strategies as S
-from .cases import TOLERANCES, devices, pkg
+from .cases import TOLERANCES, assert_values, devices, pkg
 
 FLOAT_DTYPES = "(torch.float16, torch.bfloat16, torch.float32 or torch.float64)"
 
@@ -64,14 +64,6 @@ def muladd_references(a: torch.Tensor, b: torch.Tensor, c: float):
         over = (x * y).isinf() & x.isfinite() & y.isfinite()
         fused = torch.where(over, (x2 * y2 + c_op * 2**-8) * 2**8, unfused)
     return unfused.to(a.dtype), fused.to(a.dtype)
-
-
-def assert_values(out: torch.Tensor, expected: torch.Tensor, exact: bool) -> None:
-    tol = dict(rtol=0, atol=0) if exact else TOLERANCES[out.dtype]
-    torch.testing.assert_close(out, expected, equal_nan=True, **tol)
-    # assert_close counts -0.0 == 0.0; the sign of a zero must match too.
-    zeros = (out == 0) & (expected == 0)
-    assert torch.equal(torch.signbit(out[zeros]), torch.signbit(expected[zeros]))
 
 
 def assert_muladd(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, c: float) -> None:

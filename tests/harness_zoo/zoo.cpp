@@ -4,8 +4,9 @@
 // tests/harness_zoo/test_zoo.py runs extension_cpp.testing on each and
 // asserts that the check meant for its bug fails, and that the correct ops
 // pass everything. The bugs in this file are the kernels' (an int element
-// count, an INTERNAL ASSERT for a user error, an out= op blind to overlap,
-// a schema without (a!)); zoo.py adds the registration bugs (fake kernels,
+// count, a lost sign of zero, a shortcut that turns 0 * inf into 0, an
+// INTERNAL ASSERT for a user error, an out= op blind to overlap, a schema
+// without (a!)); zoo.py adds the registration bugs (fake kernels,
 // autograd). CPU only: the one CUDA bug is in zoo_cuda.cu.
 #include <ATen/ATen.h>
 #include <ATen/MemoryOverlap.h>
@@ -150,6 +151,31 @@ at::Tensor int_count_mul(const at::Tensor& a, const at::Tensor& b) {
   return out;
 }
 
+// Bug: the product is added to an accumulator that starts at +0.0, as a
+// reduction's would: -0.0 + 0.0 is 0.0, so a negative zero comes out
+// positive. Every other value is torch.mul's, so random inputs never show it.
+at::Tensor accumulated_mul(const at::Tensor& a, const at::Tensor& b) {
+  check_inputs("harness_zoo.accumulated_mul", a, b);
+  at::Tensor out = empty_output(a, b);
+  for_each_element<int64_t>(out, a, b, [](auto x, auto y) {
+    decltype(x * y) acc = 0;
+    acc += x * y;
+    return acc;
+  });
+  return out;
+}
+
+// Bug: a shortcut for zeros, as a sparsity-aware kernel might take: where
+// either input is 0 the product is 0, so 0 * inf and 0 * NaN give 0, not NaN
+// (and -1 * 0 gives 0.0, not -0.0).
+at::Tensor zero_skip_mul(const at::Tensor& a, const at::Tensor& b) {
+  check_inputs("harness_zoo.zero_skip_mul", a, b);
+  at::Tensor out = empty_output(a, b);
+  for_each_element<int64_t>(
+      out, a, b, [](auto x, auto y) { return x == 0 || y == 0 ? decltype(x * y)(0) : x * y; });
+  return out;
+}
+
 // out shares memory with x without being exactly x (same offset and strides).
 bool partially_overlaps(const at::Tensor& out, const at::Tensor& x) {
   return out.numel() > 0 && x.numel() > 0 && out.is_alias_of(x) &&
@@ -210,6 +236,8 @@ TORCH_LIBRARY(harness_zoo, m) {
   m.def("wrong_sign_mul(Tensor a, Tensor b) -> Tensor");
   m.def("internal_assert_mul(Tensor a, Tensor b) -> Tensor");
   m.def("int_count_mul(Tensor a, Tensor b) -> Tensor");
+  m.def("accumulated_mul(Tensor a, Tensor b) -> Tensor");
+  m.def("zero_skip_mul(Tensor a, Tensor b) -> Tensor");
   m.def("overlap_add_out(Tensor a, Tensor b, Tensor(a!) out) -> ()");
   m.def("unmarked_add_out(Tensor a, Tensor b, Tensor out) -> ()");
   // CUDA only (zoo_cuda.cu, built where there is a GPU).
@@ -230,6 +258,8 @@ TORCH_LIBRARY_IMPL(harness_zoo, CPU, m) {
   ZOO_MUL(wrong_sign_mul);
   m.impl("internal_assert_mul", &internal_assert_mul);
   m.impl("int_count_mul", &int_count_mul);
+  m.impl("accumulated_mul", &accumulated_mul);
+  m.impl("zero_skip_mul", &zero_skip_mul);
   m.impl("add_out", &add_out);
   m.impl("overlap_add_out", &overlap_add_out);
   m.impl("unmarked_add_out", &unmarked_add_out);

@@ -70,9 +70,10 @@ def _autograd(name, sign=1.0):
 
 def _register() -> None:
     # Correct: mul, add_out, and every op whose bug is in its kernel or schema.
-    for name in ("mul", "no_autograd_mul", "wrong_sign_mul", "int_count_mul"):
+    kernel_bugs = ("int_count_mul", "accumulated_mul", "zero_skip_mul")
+    for name in ("mul", "no_autograd_mul", "wrong_sign_mul", *kernel_bugs):
         _checked_fake(name)
-    for name in ("mul", "int_count_mul", "fake_strides_mul", "unchecked_fake_mul"):
+    for name in ("mul", "fake_strides_mul", "unchecked_fake_mul", *kernel_bugs):
         _autograd(name)
     for name in ("add_out", "unmarked_add_out"):
         _fake(name, functools.partial(_checks.check_out, f"harness_zoo.{name}"))
@@ -134,6 +135,8 @@ def _specs() -> dict[str, OpSpec]:
             "no_autograd_mul",
             "wrong_sign_mul",
             "internal_assert_mul",
+            "accumulated_mul",
+            "zero_skip_mul",
         )
     }
     specs["int_count_mul"] = OpSpec(
