@@ -110,12 +110,13 @@ def _same_bits(x: torch.Tensor, y: torch.Tensor) -> bool:
     return torch.equal(x.view(bits), y.view(bits))
 
 
-def assert_values(spec: OpSpec, got, want, dtype) -> None:
-    """got equals want: within the dtype's tolerance, or for an exact op bit for
-    bit up to NaN payloads (NaN where want has NaN, and the sign of every zero,
-    which assert_close does not compare: -0.0 == 0.0)."""
-    torch.testing.assert_close(got, want, equal_nan=True, **spec.tolerance(dtype))
-    if spec.exact and isinstance(got, torch.Tensor):
+def assert_same_values(got, want, *, exact: bool, rtol: float = 0, atol: float = 0) -> None:
+    """got equals want within rtol and atol, NaN where want has NaN; where
+    exact, bit for bit up to NaN payloads: zero tolerance and the sign of
+    every zero, which assert_close does not compare (-0.0 == 0.0)."""
+    tolerance = dict(rtol=0, atol=0) if exact else dict(rtol=rtol, atol=atol)
+    torch.testing.assert_close(got, want, equal_nan=True, **tolerance)
+    if exact and isinstance(got, torch.Tensor):
         zeros = (got == 0) & (want == 0)
         flipped = torch.signbit(got[zeros]) != torch.signbit(want[zeros])
         if flipped.any():
@@ -125,6 +126,11 @@ def assert_values(spec: OpSpec, got, want, dtype) -> None:
                 f"{'-0.0' if not first else '0.0'} where the reference has "
                 f"{'-0.0' if first else '0.0'}"
             )
+
+
+def assert_values(spec: OpSpec, got, want, dtype) -> None:
+    """got equals want as spec promises: bit for bit if exact, else within the dtype's tolerance."""
+    assert_same_values(got, want, exact=spec.exact, **spec.tolerance(dtype))
 
 
 def check_results(spec: OpSpec, case: Case) -> None:

@@ -19,7 +19,16 @@ import sys
 import pytest
 import torch
 
-from .cases import DTYPES, OPS, assert_matches_reference, devices, dtype_id, pkg
+from .cases import (
+    DTYPES,
+    OPS,
+    assert_matches_reference,
+    assert_values,
+    devices,
+    dtype_id,
+    pkg,
+    testing,
+)
 
 
 def _randn(*shape, **kw):
@@ -189,8 +198,8 @@ def test_myadd_out_in_place_beside_a_step_sliced_input(device, dtype):
     torch.testing.assert_close(b, expected, rtol=0, atol=0)
 
 
-# Values that break naive code: signed zeros, infinities, NaN, the extremes.
-SPECIALS = (-0.0, 0.0, float("inf"), float("-inf"), float("nan"), 1.0, -1.0)
+# Values that break naive code: signed zeros, infinities, NaN (the harness's).
+SPECIALS = testing.layouts.SPECIAL_VALUES
 
 # The run loop's input patterns (dense, repeated along the row, repeated
 # across rows), rows long enough for its two-vector steps and odd enough for
@@ -200,10 +209,6 @@ SPECIAL_PATHS = {
     "broadcast-row": lambda make: (make(1, 1001).expand(67, 1001), make(67, 1001)),
     "broadcast-col": lambda make: (make(67, 1001), make(67, 1).expand(67, 1001)),
 }
-
-
-def _bits(t: torch.Tensor) -> torch.Tensor:
-    return t.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
 
 
 @pytest.mark.parametrize("path", SPECIAL_PATHS)
@@ -229,9 +234,7 @@ def test_special_values_bit_for_bit(op_name, device, dtype, path):
         out = torch.empty(a.shape, dtype=dtype, device=device)
         pkg.myadd_out(a, b, out)
         expected = torch.add(a, b)
-    assert torch.equal(out.isnan(), expected.isnan())
-    numbers = ~expected.isnan()
-    assert torch.equal(_bits(out)[numbers], _bits(expected)[numbers])
+    assert_values(out, expected, exact=True)
 
 
 def test_cpu_paths_without_avx2():
