@@ -20,11 +20,12 @@ functional call allocates was the suspect. It is not the cause: ours and
 `torch.mul` get the same address on every call and take no page faults up
 to 2^22 elements, and the two loops built side by side (2026-11-25, the
 results page `...-16threads-two-vector-loop.md`) put the functional ops
-at 0.83-0.93 of PyTorch's before the change and 0.95-1.03 after, with A/A
-0.96-1.07. From 2^23 float32 elements (32 MiB, glibc's largest mmap
-threshold) every functional call, PyTorch's included, maps a fresh output
-and faults in each of its pages; that costs the same for ours and for
-PyTorch's, and `myadd_out` into a reused output avoids it.
+on a broadcast row at 0.83-1.02 of PyTorch's before the change and
+0.95-1.03 after, with A/A 0.96-1.07. Past 32 MiB (glibc's largest mmap
+threshold; 16385 faults per call at 2^24 float32 elements, none at 2^22)
+every functional call, PyTorch's included, maps a fresh output and faults
+in each of its pages; that costs the same for ours and for PyTorch's, and
+`myadd_out` into a reused output avoids it.
 """
 
 import argparse

@@ -28,36 +28,33 @@
 #include <initializer_list>
 #include <string>
 
-__attribute__((target("avx2"))) void add_plain(float* o, const float* a, const float* b,
-                                               int64_t n) {
+// out[0, n) = a + b, two vectors a step; kStreaming stores them past the
+// cache, which needs the output 32-byte aligned (single elements until it is)
+// and a fence at the end.
+template <bool kStreaming>
+__attribute__((target("avx2"))) void add(float* o, const float* a, const float* b, int64_t n) {
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m256 x0 = _mm256_loadu_ps(a + i), x1 = _mm256_loadu_ps(a + i + 8);
-    const __m256 y0 = _mm256_loadu_ps(b + i), y1 = _mm256_loadu_ps(b + i + 8);
-    _mm256_storeu_ps(o + i, _mm256_add_ps(x0, y0));
-    _mm256_storeu_ps(o + i + 8, _mm256_add_ps(x1, y1));
-  }
-  for (; i < n; ++i) {
-    o[i] = a[i] + b[i];
-  }
-}
-
-__attribute__((target("avx2"))) void add_streaming(float* o, const float* a, const float* b,
-                                                   int64_t n) {
-  int64_t i = 0;
-  for (; i < n && reinterpret_cast<uintptr_t>(o + i) % 32 != 0; ++i) {
+  for (; kStreaming && i < n && reinterpret_cast<uintptr_t>(o + i) % 32 != 0; ++i) {
     o[i] = a[i] + b[i];
   }
   for (; i + 16 <= n; i += 16) {
     const __m256 x0 = _mm256_loadu_ps(a + i), x1 = _mm256_loadu_ps(a + i + 8);
     const __m256 y0 = _mm256_loadu_ps(b + i), y1 = _mm256_loadu_ps(b + i + 8);
-    _mm256_stream_ps(o + i, _mm256_add_ps(x0, y0));
-    _mm256_stream_ps(o + i + 8, _mm256_add_ps(x1, y1));
+    const __m256 r0 = _mm256_add_ps(x0, y0), r1 = _mm256_add_ps(x1, y1);
+    if constexpr (kStreaming) {
+      _mm256_stream_ps(o + i, r0);
+      _mm256_stream_ps(o + i + 8, r1);
+    } else {
+      _mm256_storeu_ps(o + i, r0);
+      _mm256_storeu_ps(o + i + 8, r1);
+    }
   }
   for (; i < n; ++i) {
     o[i] = a[i] + b[i];
   }
-  _mm_sfence();  // the streamed lines reach memory before another thread reads them
+  if constexpr (kStreaming) {
+    _mm_sfence();  // the streamed lines reach memory before another thread reads them
+  }
 }
 
 // Best microseconds per call of each loop over n elements on `threads` threads.
@@ -81,7 +78,7 @@ void time_both(int64_t n, int threads, double best[2]) {
           const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
           const int64_t chunk = (n + nt - 1) / nt, s = t * chunk;
           const int64_t e = s + chunk < n ? s + chunk : n;
-          (streaming ? add_streaming : add_plain)(o + s, a + s, b + s, e - s);
+          (streaming ? add<true> : add<false>)(o + s, a + s, b + s, e - s);
         }
       }
       const std::chrono::duration<double, std::micro> us = std::chrono::steady_clock::now() - t0;
