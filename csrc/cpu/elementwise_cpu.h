@@ -6,7 +6,9 @@
 // pool), which follows torch.get_num_threads(). binary_kernel picks one of three loops:
 //   * one dense run (contiguous, or any layout the inputs share with the
 //     output): the vectorised run loop below, over all of it;
-//   * a transposed input (use_tiles): cache-blocked tiles, see tiled_loop;
+//   * a transposed input (use_tiles): cache-blocked tiles, see tiled_loop
+//     (float32 beside a dense input on an AVX-512 CPU: 16 x 16 blocks
+//     transposed in registers, see transposed_rows_avx512);
 //   * anything else: strided_loop, a run at a time along the innermost
 //     dimension (whole short rows a batch at a time), vectorised where the
 //     inputs are dense or repeated in it.
@@ -16,7 +18,8 @@
 //     other architecture;
 //   * avx2: under __attribute__((target("avx2,f16c")));
 //   * avx512 (GCC only): AVX-512F/BW/VL, for bfloat16 only (see
-//     binary_kernel: the other dtypes are faster at 256 bits).
+//     pick_run: the other dtypes are faster at 256 bits), and the float32
+//     transposed blocks of transposed_rows_avx512.
 // The level is picked once, at run time: the best one the CPU has, capped by
 // ATen's own CPU capability (torch.backends.cpu.get_cpu_capability(), which
 // follows the ATEN_CPU_CAPABILITY environment variable, so
@@ -681,12 +684,133 @@ C10_ALWAYS_INLINE void transpose_into(scalar_t* dst, const scalar_t* src, int64_
   }
 }
 
+#if EXTENSION_CPP_X86_DISPATCH && EXTENSION_CPP_AVX512
+// ---------------------------------------------------------------------------
+// One transposed float32 input beside a dense one, with AVX-512: no buffer.
+//
+// Sixteen float32 are one 64-byte cache line and one 512-bit register, so a
+// 16 x 16 block of the transposed input is sixteen whole lines, transposed
+// in registers and combined with sixteen rows of the other input at once,
+// as Inductor's kernel for `a * b` does. The loop walks sixteen output rows
+// along their whole length: out and the dense input are 32 long sequential
+// streams, which the hardware prefetchers follow, and each line of the
+// transposed input is read once, all of it used.
+//
+// The buffered tiles above fall behind torch.compile once the operands no
+// longer fit in cache. mymul, one transposed float32 input, 1 thread, in
+// one process with the same code's 64 x 64 tiles (scratch build picking the
+// path at run time, scripts/bench_layouts.py's layouts; fastest batch
+// medians):
+//   * 2048 x 2048 (2^22), this repository's 2-core Xeon: 4663 and 4704 us
+//     against 7027 and 7204 with the tiles; torch.compile 4456 and 4811.
+//   * 512 x 512 (2^18), the GPU host's Xeon: 206 us against 232 (torch.compile
+//     288); at 16 threads 2^20: 67 against 79 us, 2^22: 385 against 395,
+//     2^24: 8608 against 8938 (torch.compile 114, 510 and 8618).
+// Kept in registers: the same loop with the transposed block stored to a
+// stack array and reloaded row by row (the compiler's choice until the loops
+// were unrolled) measured 4.4-6.7 ms against Inductor's 3.6-3.9 at 2^22, its
+// longer instruction stream holding fewer blocks' loads in flight. Not kept:
+// rows 32 at a time (64 streams: 4.9-5.2 ms), shorter runs of 512 or 256
+// columns (4.7-4.8 and 5.5-6.8 ms), software prefetch of the transposed
+// lines 2 to 8 blocks ahead (7.2-9.1 ms), and AVX2's 8 x 8 blocks (16 rows
+// as two blocks, or 8 rows as Inductor does on AVX2), which on the GPU
+// host's Xeon at 2^22 took 5.6-6.1 ms against 4.2-5.0 ms for the tiles:
+// CPUs without AVX-512 keep the tiles.
+// ---------------------------------------------------------------------------
+
+// Rows of a 16 x 16 float32 block in r[0..15] become its columns: 32-bit,
+// then 64-bit interleaves within each 128-bit lane, then two exchanges of
+// 128-bit lanes. Shuffles move bits, so values pass through unchanged.
+EXTENSION_CPP_TARGET_AVX512 C10_ALWAYS_INLINE void transpose_16x16(__m512 r[16]) {
+  __m512 t[16], u[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {  // t[2i], t[2i+1]: rows 2i and 2i+1 interleaved
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {  // u[4i + c], lane L: column 4L + c of rows 4i..4i+3
+    const __m512d lo0 = _mm512_castps_pd(t[4 * i]), hi0 = _mm512_castps_pd(t[4 * i + 1]);
+    const __m512d lo1 = _mm512_castps_pd(t[4 * i + 2]), hi1 = _mm512_castps_pd(t[4 * i + 3]);
+    u[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo0, lo1));
+    u[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo0, lo1));
+    u[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(hi0, hi1));
+    u[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(hi0, hi1));
+  }
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {  // lane L of u[c], u[4 + c], ... -> r[4L + c]
+    const __m512 p0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x44);
+    const __m512 p1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xEE);
+    const __m512 p2 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x44);
+    const __m512 p3 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xEE);
+    r[c] = _mm512_shuffle_f32x4(p0, p2, 0x88);
+    r[4 + c] = _mm512_shuffle_f32x4(p0, p2, 0xDD);
+    r[8 + c] = _mm512_shuffle_f32x4(p1, p3, 0x88);
+    r[12 + c] = _mm512_shuffle_f32x4(p1, p3, 0xDD);
+  }
+}
+
+// 16 rows of out, `cols` (a multiple of 16) long: out[r * so + k] =
+// op(dense[r * sd + k], tr[k * st + r]), or op(tr, dense) when the transposed
+// input is a (kTransposedA). The 16-lane loop of op compiles to one vector
+// instruction per arithmetic operation (fp-contract=off, as in every body:
+// a * b + c stays two roundings, as in PyTorch). out may be exactly the dense
+// input: each row is read before it is written.
+template <bool kTransposedA, typename Op>
+EXTENSION_CPP_TARGET_AVX512 void transposed_rows_avx512(float* out, int64_t so, const float* dense,
+                                                        int64_t sd, const float* tr, int64_t st,
+                                                        int64_t cols, Op op) {
+  typedef float V __attribute__((vector_size(64)));
+  for (int64_t k = 0; k < cols; k += 16) {
+    __m512 r[16];
+#pragma GCC unroll 16
+    for (int q = 0; q < 16; ++q) {
+      r[q] = _mm512_loadu_ps(tr + (k + q) * st);
+    }
+    transpose_16x16(r);  // r[q]: tr[k * st + q] ... tr[(k + 15) * st + q], output row q
+#pragma GCC unroll 16
+    for (int q = 0; q < 16; ++q) {
+      const V x = (V)_mm512_loadu_ps(dense + q * sd + k);
+      const V y = (V)r[q];
+      V z;
+      if constexpr (kTransposedA) {
+        op_lanes(z, y, x, op);
+      } else {
+        op_lanes(z, x, y, op);
+      }
+      _mm512_storeu_ps(out + q * so + k, (__m512)z);
+    }
+  }
+}
+#endif
+
+// Whether tiled_loop runs this layout through transposed_rows_avx512: float32
+// on an AVX-512 CPU (and ATen allowing it), exactly one transposed input, the
+// other dense along dimension 0, and at least a 16 x 16 block.
+template <typename scalar_t>
+bool use_transposed_rows(const BinaryLayout& l) {
+#if EXTENSION_CPP_X86_DISPATCH && EXTENSION_CPP_AVX512
+  if constexpr (std::is_same_v<scalar_t, float>) {
+    const bool t1 = transposed_input(l, 1), t2 = transposed_input(l, 2);
+    return t1 != t2 && l.strides[t1 ? 2 : 1][0] == 1 && l.sizes[0] >= 16 && l.sizes[1] >= 16 &&
+           use_avx512();
+  }
+#endif
+  (void)l;
+  return false;
+}
+
+// Columns of out per tile of the unbuffered path: 16 rows of 2048 float32
+// are kGrainSize elements, one tile per parallel chunk at the least.
+constexpr int64_t kRowsTileCols = 2048;
+
 template <typename scalar_t, typename Op>
 void tiled_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout& l,
                 RunFn<scalar_t, Op> run_fn, Op op) {
   const int64_t n0 = l.sizes[0], n1 = l.sizes[1];
-  const int64_t t0 = std::min(n0, kTile0);
-  const int64_t t1 = std::min(n1, kTileElems / t0);
+  const bool rows16 = use_transposed_rows<scalar_t>(l);
+  const int64_t t0 = std::min(n0, rows16 ? kRowsTileCols : kTile0);
+  const int64_t t1 = rows16 ? 16 : std::min(n1, kTileElems / t0);
   const int64_t tiles0 = (n0 + t0 - 1) / t0, tiles1 = (n1 + t1 - 1) / t1;
   const int64_t outer = l.numel / (n0 * n1);  // product of dimensions 2 and up
   const int64_t grain = std::max<int64_t>(1, kGrainSize / (t0 * t1));
@@ -719,6 +843,36 @@ void tiled_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const Binar
         }
       }
       const int64_t m0 = std::min(t0, n0 - j0), m1 = std::min(t1, n1 - j1);
+      scalar_t* out_tile = out + base[0] + j1 * l.strides[0][1] + j0;
+#if EXTENSION_CPP_X86_DISPATCH && EXTENSION_CPP_AVX512
+      if constexpr (std::is_same_v<scalar_t, float>) {
+        if (rows16) {
+          const scalar_t* tile_in[3] = {nullptr, inputs[1] + base[1], inputs[2] + base[2]};
+          for (int t = 1; t < 3; ++t) {
+            tile_in[t] += j0 * l.strides[t][0] + j1 * l.strides[t][1];
+          }
+          const int64_t so = l.strides[0][1];
+          // A whole 16-row block in registers; the columns past the last
+          // multiple of 16, and the rows of a last tile short of 16, one
+          // element at a time.
+          const int64_t whole = m1 == 16 ? m0 / 16 * 16 : 0;
+          if (whole > 0) {
+            const int tr = buffered[1] ? 1 : 2, dn = 3 - tr;
+            const auto rows_fn = tr == 1 ? &transposed_rows_avx512<true, Op>
+                                         : &transposed_rows_avx512<false, Op>;
+            rows_fn(out_tile, so, tile_in[dn], l.strides[dn][1], tile_in[tr], l.strides[tr][0],
+                    whole, op);
+          }
+          for (int64_t r = 0; r < m1; ++r) {
+            for (int64_t k = whole; k < m0; ++k) {
+              out_tile[r * so + k] = op(tile_in[1][k * l.strides[1][0] + r * l.strides[1][1]],
+                                        tile_in[2][k * l.strides[2][0] + r * l.strides[2][1]]);
+            }
+          }
+          continue;
+        }
+      }
+#endif
       for (int t = 1; t < 3; ++t) {
         if (!buffered[t]) {
           continue;
@@ -736,7 +890,6 @@ void tiled_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const Binar
                            : inputs[t] + base[t] + j1 * l.strides[t][1] + j0 * l.strides[t][0];
       };
       auto row_step = [&](int t) { return buffered[t] ? m0 : l.strides[t][1]; };
-      scalar_t* out_tile = out + base[0] + j1 * l.strides[0][1] + j0;
       if (whole_rows) {  // the tile is one dense run in out, the buffers and the other input
         run_fn(out_tile, first_row(1), first_row(2), m0 * m1, step[1], step[2], Rows{}, op);
         continue;
