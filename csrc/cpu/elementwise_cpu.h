@@ -699,22 +699,26 @@ C10_ALWAYS_INLINE void transpose_into(scalar_t* dst, const scalar_t* src, int64_
 // The buffered tiles above fall behind torch.compile once the operands no
 // longer fit in cache. mymul, one transposed float32 input, 1 thread, in
 // one process with the same code's 64 x 64 tiles (scratch build picking the
-// path at run time, scripts/bench_layouts.py's layouts; fastest batch
-// medians):
+// path at run time, scripts/bench_layouts.py's layouts; medians; these
+// before the pointer walk of transposed_rows_avx512, which only made the
+// loop faster):
 //   * 2048 x 2048 (2^22), this repository's 2-core Xeon: 4663 and 4704 us
 //     against 7027 and 7204 with the tiles; torch.compile 4456 and 4811.
 //   * 512 x 512 (2^18), the GPU host's Xeon: 206 us against 232 (torch.compile
 //     288); at 16 threads 2^20: 67 against 79 us, 2^22: 385 against 395,
 //     2^24: 8608 against 8938 (torch.compile 114, 510 and 8618).
+// With the walk, myadd_out at 2^22 and 1 thread on the GPU host's Xeon,
+// fastest batch of three runs: 2682-6463 us against 3529-8702 for the tiles
+// and 2717-6061 for Inductor's own kernel on the same tensors.
 // Kept in registers: the same loop with the transposed block stored to a
 // stack array and reloaded row by row (the compiler's choice until the loops
-// were unrolled) measured 4.4-6.7 ms against Inductor's 3.6-3.9 at 2^22, its
-// longer instruction stream holding fewer blocks' loads in flight. Not kept:
-// rows 32 at a time (64 streams: 4.9-5.2 ms), shorter runs of 512 or 256
-// columns (4.7-4.8 and 5.5-6.8 ms), software prefetch of the transposed
-// lines 2 to 8 blocks ahead (7.2-9.1 ms), and AVX2's 8 x 8 blocks (16 rows
-// as two blocks, or 8 rows as Inductor does on AVX2), which on the GPU
-// host's Xeon at 2^22 took 5.6-6.1 ms against 4.2-5.0 ms for the tiles:
+// were unrolled) took 4.4-6.7 ms against Inductor's 3.6-4.0 at 2^22 on the
+// 2-core Xeon. Not kept: rows 32 at a time (64 streams: 4.9-5.2 ms),
+// shorter runs of 512 or 256 columns (4.7-4.8 and 5.5-6.8 ms), software
+// prefetch of the transposed lines 2 to 8 blocks ahead (7.2-9.1 ms), and
+// AVX2's 8 x 8 blocks (16 rows as two blocks, or 8 rows as Inductor does on
+// AVX2), which on the GPU host's Xeon at 2^22 took 5.6-6.1 ms against
+// 4.2-5.0 ms for the tiles:
 // CPUs without AVX-512 keep the tiles.
 // ---------------------------------------------------------------------------
 
@@ -750,6 +754,21 @@ EXTENSION_CPP_TARGET_AVX512 C10_ALWAYS_INLINE void transpose_16x16(__m512 r[16])
   }
 }
 
+// An empty asm statement that may change p, as far as the compiler knows:
+// each row's address is then the previous one plus the stride, not one of
+// sixteen row pointers per operand computed once. Without it GCC (12, on
+// this repository's machine) precomputes those 48 pointers, keeps them on
+// the stack and in vector registers and reloads them every block: 330
+// instructions in the function against 193 (objdump), and on the GPU host's
+// Xeon (GCC 13) at 2^22 elements and 1
+// thread myadd_out took 2943-8059 us against 2682-6463 this way, in three
+// runs timed alternately with Inductor's own kernel for `a + b` on the same
+// tensors (2717-6061 us; the host's load changed between the runs).
+template <typename T>
+C10_ALWAYS_INLINE void opaque(T*& p) {
+  asm("" : "+r"(p));
+}
+
 // 16 rows of out, `cols` (a multiple of 16) long: out[r * so + k] =
 // op(dense[r * sd + k], tr[k * st + r]), or op(tr, dense) when the transposed
 // input is a (kTransposedA). The 16-lane loop of op compiles to one vector
@@ -763,22 +782,31 @@ EXTENSION_CPP_TARGET_AVX512 void transposed_rows_avx512(float* out, int64_t so, 
   typedef float V __attribute__((vector_size(64)));
   for (int64_t k = 0; k < cols; k += 16) {
     __m512 r[16];
+    const float* t = tr + k * st;
 #pragma GCC unroll 16
-    for (int q = 0; q < 16; ++q) {
-      r[q] = _mm512_loadu_ps(tr + (k + q) * st);
+    for (int q = 0; q < 16; ++q) {  // rows k..k+15 of the transposed input's storage
+      r[q] = _mm512_loadu_ps(t);
+      t += st;
+      opaque(t);
     }
     transpose_16x16(r);  // r[q]: tr[k * st + q] ... tr[(k + 15) * st + q], output row q
+    const float* x = dense + k;
+    float* o = out + k;
 #pragma GCC unroll 16
     for (int q = 0; q < 16; ++q) {
-      const V x = (V)_mm512_loadu_ps(dense + q * sd + k);
-      const V y = (V)r[q];
+      const V xq = (V)_mm512_loadu_ps(x);
+      const V yq = (V)r[q];
       V z;
       if constexpr (kTransposedA) {
-        op_lanes(z, y, x, op);
+        op_lanes(z, yq, xq, op);
       } else {
-        op_lanes(z, x, y, op);
+        op_lanes(z, xq, yq, op);
       }
-      _mm512_storeu_ps(out + q * so + k, (__m512)z);
+      _mm512_storeu_ps(o, (__m512)z);
+      x += sd;
+      o += so;
+      opaque(x);
+      opaque(o);
     }
   }
 }
