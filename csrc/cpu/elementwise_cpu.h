@@ -886,8 +886,8 @@ void tiled_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const Binar
           const int64_t whole = m1 == 16 ? m0 / 16 * 16 : 0;
           if (whole > 0) {
             const int tr = buffered[1] ? 1 : 2, dn = 3 - tr;
-            const auto rows_fn = tr == 1 ? &transposed_rows_avx512<true, Op>
-                                         : &transposed_rows_avx512<false, Op>;
+            const auto rows_fn =
+                tr == 1 ? &transposed_rows_avx512<true, Op> : &transposed_rows_avx512<false, Op>;
             rows_fn(out_tile, so, tile_in[dn], l.strides[dn][1], tile_in[tr], l.strides[tr][0],
                     whole, op);
           }

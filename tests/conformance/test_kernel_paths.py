@@ -258,7 +258,7 @@ def test_special_values_bit_for_bit(op_name, device, dtype, path):
 
 
 @pytest.mark.parametrize(
-    "capability, cases",
+    ("capability", "cases"),
     [("default", "cpu and not capped"), ("avx2", "cpu and (tiled or transposed) and not capped")],
 )
 def test_cpu_paths_capped(capability, cases):
@@ -270,8 +270,7 @@ def test_cpu_paths_capped(capability, cases):
     per process, so the cases run in a process of their own."""
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__]
-        + ["-k", cases],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__] + ["-k", cases],
         cwd=repo,
         env={**os.environ, "ATEN_CPU_CAPABILITY": capability},
         capture_output=True,
