@@ -718,8 +718,10 @@ C10_ALWAYS_INLINE void transpose_into(scalar_t* dst, const scalar_t* src, int64_
 // prefetch of the transposed lines 2 to 8 blocks ahead (7.2-9.1 ms), and
 // AVX2's 8 x 8 blocks (16 rows as two blocks, or 8 rows as Inductor does on
 // AVX2), which on the GPU host's Xeon at 2^22 took 5.6-6.1 ms against
-// 4.2-5.0 ms for the tiles:
-// CPUs without AVX-512 keep the tiles.
+// 4.2-5.0 ms for the tiles. CPUs without AVX-512 keep the tiles, which lead
+// torch.compile's own AVX2 code there: with ATEN_CPU_CAPABILITY=avx2 (which
+// Inductor follows too), 1.7-2.2x at 2^20 and 2^22 on the GPU host's Xeon
+// and 1.9-2.2x on the 2-core one.
 // ---------------------------------------------------------------------------
 
 // Rows of a 16 x 16 float32 block in r[0..15] become its columns: 32-bit,
