@@ -762,10 +762,10 @@ EXTENSION_CPP_TARGET_AVX512 C10_ALWAYS_INLINE void transpose_16x16(__m512 r[16])
 // this repository's machine) precomputes those 48 pointers, keeps them on
 // the stack and in vector registers and reloads them every block: 330
 // instructions in the function against 193 (objdump), and on the GPU host's
-// Xeon (GCC 13) at 2^22 elements and 1
-// thread myadd_out took 2943-8059 us against 2682-6463 this way, in three
-// runs timed alternately with Inductor's own kernel for `a + b` on the same
-// tensors (2717-6061 us; the host's load changed between the runs).
+// Xeon (GCC 13) at 2^22 elements and 1 thread myadd_out took 2943-8059 us
+// against 2682-6463 this way, in three runs timed alternately with
+// Inductor's own kernel for `a + b` on the same tensors (2717-6061 us; the
+// host's load changed between the runs).
 template <typename T>
 C10_ALWAYS_INLINE void opaque(T*& p) {
   asm("" : "+r"(p));
@@ -874,13 +874,14 @@ void tiled_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const Binar
       }
       const int64_t m0 = std::min(t0, n0 - j0), m1 = std::min(t1, n1 - j1);
       scalar_t* out_tile = out + base[0] + j1 * l.strides[0][1] + j0;
+      // The tile's first element in input t.
+      auto origin = [&](int t) {
+        return inputs[t] + base[t] + j0 * l.strides[t][0] + j1 * l.strides[t][1];
+      };
 #if EXTENSION_CPP_X86_DISPATCH && EXTENSION_CPP_AVX512
       if constexpr (std::is_same_v<scalar_t, float>) {
         if (rows16) {
-          const scalar_t* tile_in[3] = {nullptr, inputs[1] + base[1], inputs[2] + base[2]};
-          for (int t = 1; t < 3; ++t) {
-            tile_in[t] += j0 * l.strides[t][0] + j1 * l.strides[t][1];
-          }
+          const scalar_t* tile_in[3] = {nullptr, origin(1), origin(2)};
           const int64_t so = l.strides[0][1];
           // A whole 16-row block in registers; the columns past the last
           // multiple of 16, and the rows of a last tile short of 16, one
@@ -909,16 +910,11 @@ void tiled_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const Binar
         }
         // Rows of the input (stride 1 along dimension 1) into columns of the
         // buffer, which is laid out as the tile of the output: m1 rows of m0.
-        const int64_t s0 = l.strides[t][0];
-        const scalar_t* src = inputs[t] + base[t] + j0 * s0 + j1;
-        transpose_into(buf[t - 1], src, m0, m1, s0);
+        transpose_into(buf[t - 1], origin(t), m0, m1, l.strides[t][0]);
       }
       // The tile's first row in input t or its buffer, and the step from one
       // row to the next.
-      auto first_row = [&](int t) {
-        return buffered[t] ? buf[t - 1]
-                           : inputs[t] + base[t] + j1 * l.strides[t][1] + j0 * l.strides[t][0];
-      };
+      auto first_row = [&](int t) { return buffered[t] ? buf[t - 1] : origin(t); };
       auto row_step = [&](int t) { return buffered[t] ? m0 : l.strides[t][1]; };
       if (whole_rows) {  // the tile is one dense run in out, the buffers and the other input
         run_fn(out_tile, first_row(1), first_row(2), m0 * m1, step[1], step[2], Rows{}, op);
