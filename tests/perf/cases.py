@@ -48,10 +48,21 @@ def bytes_moved(impl: str, n: int, dtype: torch.dtype) -> int:
 
 
 _compiled: dict = {}
+_compiled_threads = [0]  # the CPU thread count the entries of _compiled were made for
 
 
 def _compiled_fn(op: str) -> Callable:
-    """One torch.compile per op, dynamic in N (each dtype compiles once)."""
+    """One torch.compile per op and thread count, dynamic in N (each dtype compiles once)."""
+    threads = torch.get_num_threads()
+    if threads != _compiled_threads[0]:
+        # Inductor writes the thread count into the CPU kernels it generates,
+        # and torch 2.11's compile cache does not key on it (a kernel
+        # compiled at 1 thread ran at 16 as at 1: scripts/bench_layouts.py
+        # gives the figures). Compile afresh, with the count in the config.
+        torch._dynamo.reset()
+        _compiled.clear()
+        torch._inductor.config.cpp.threads = threads
+        _compiled_threads[0] = threads
     if op not in _compiled:
         fns = {
             "mymuladd": lambda a, b: a * b + C,
