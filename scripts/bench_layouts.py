@@ -70,6 +70,12 @@ def layouts(n_log2: int) -> dict:
             rand(r * c + 1, **kw)[1:],
         ),
         "one transposed": lambda **kw: (rand(r, c, **kw), rand(c, r, **kw).t()),
+        # The same with sizes that are not multiples of 16 or 32 (1000 x 1048
+        # at 2^20), so that tiles and register blocks have edges.
+        "one transposed, uneven": lambda **kw: (
+            rand(r - 24, c + 24, **kw),
+            rand(c + 24, r - 24, **kw).t(),
+        ),
         "permuted 3-D": lambda **kw: (
             rand(r, c // 4, 4, **kw).permute(2, 0, 1),
             rand(4, r, c // 4, **kw),
