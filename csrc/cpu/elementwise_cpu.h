@@ -781,6 +781,18 @@ C10_ALWAYS_INLINE void opaque(T*& p) {
 // input's rows alone changed nothing.
 constexpr int64_t kOutPrefetch = 64;
 
+// z = op(dense, tr) lane by lane, or op(tr, dense) when the transposed input
+// is a (kTransposedA). Vectors pass by reference, as in op_lanes: this
+// function has no AVX-512 target of its own.
+template <bool kTransposedA, typename V, typename Op>
+C10_ALWAYS_INLINE void combine(V& z, const V& dense, const V& tr, Op op) {
+  if constexpr (kTransposedA) {
+    op_lanes(z, tr, dense, op);
+  } else {
+    op_lanes(z, dense, tr, op);
+  }
+}
+
 // 16 rows of out, `cols` (a multiple of 16) long: out[r * so + k] =
 // op(dense[r * sd + k], tr[k * st + r]), or op(tr, dense) when the transposed
 // input is a (kTransposedA). The 16-lane loop of op compiles to one vector
@@ -807,14 +819,9 @@ EXTENSION_CPP_TARGET_AVX512 void transposed_rows_avx512(float* out, int64_t so, 
 #pragma GCC unroll 16
     for (int q = 0; q < 16; ++q) {
       _mm_prefetch(reinterpret_cast<const char*>(o + kOutPrefetch), _MM_HINT_T0);
-      const V xq = (V)_mm512_loadu_ps(x);
-      const V yq = (V)r[q];
+      const V xq = (V)_mm512_loadu_ps(x), yq = (V)r[q];
       V z;
-      if constexpr (kTransposedA) {
-        op_lanes(z, yq, xq, op);
-      } else {
-        op_lanes(z, xq, yq, op);
-      }
+      combine<kTransposedA>(z, xq, yq, op);
       _mm512_storeu_ps(o, (__m512)z);
       x += sd;
       o += so;
@@ -843,14 +850,9 @@ EXTENSION_CPP_TARGET_AVX512 void transposed_edge_avx512(float* out, int64_t so, 
   }
   transpose_16x16(r);
   for (int q = 0; q < rows; ++q) {
-    const V xq = (V)_mm512_maskz_loadu_ps(col_lanes, dense + q * sd);
-    const V yq = (V)r[q];
+    const V xq = (V)_mm512_maskz_loadu_ps(col_lanes, dense + q * sd), yq = (V)r[q];
     V z;
-    if constexpr (kTransposedA) {
-      op_lanes(z, yq, xq, op);
-    } else {
-      op_lanes(z, xq, yq, op);
-    }
+    combine<kTransposedA>(z, xq, yq, op);
     _mm512_mask_storeu_ps(out + q * so, col_lanes, (__m512)z);
   }
 }
