@@ -856,6 +856,24 @@ EXTENSION_CPP_TARGET_AVX512 void transposed_edge_avx512(float* out, int64_t so, 
     _mm512_mask_storeu_ps(out + q * so, col_lanes, (__m512)z);
   }
 }
+
+// One tile of `rows` (at most 16) rows of out, `cols` long: whole 16 x 16
+// blocks in one call of transposed_rows_avx512, the columns past the last
+// multiple of 16, and every block of a tile short of 16 rows, a masked block
+// at a time.
+template <bool kTransposedA, typename Op>
+void transposed_tile_avx512(float* out, int64_t so, const float* dense, int64_t sd, const float* tr,
+                            int64_t st, int64_t cols, int64_t rows, Op op) {
+  const int64_t whole = rows == 16 ? cols / 16 * 16 : 0;
+  if (whole > 0) {
+    transposed_rows_avx512<kTransposedA>(out, so, dense, sd, tr, st, whole, op);
+  }
+  for (int64_t k = whole; k < cols; k += 16) {
+    transposed_edge_avx512<kTransposedA>(out + k, so, dense + k, sd, tr + k * st, st,
+                                         static_cast<int>(rows),
+                                         static_cast<int>(std::min<int64_t>(16, cols - k)), op);
+  }
+}
 #endif
 
 // Whether tiled_loop runs this layout through transposed_rows_avx512: float32
@@ -925,25 +943,11 @@ void tiled_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const Binar
 #if EXTENSION_CPP_X86_DISPATCH && EXTENSION_CPP_AVX512
       if constexpr (std::is_same_v<scalar_t, float>) {
         if (rows16) {
-          const scalar_t* tile_in[3] = {nullptr, origin(1), origin(2)};
-          const int64_t so = l.strides[0][1];
           const int tr = buffered[1] ? 1 : 2, dn = 3 - tr;
-          const int64_t sd = l.strides[dn][1], st = l.strides[tr][0];
-          // Whole 16 x 16 blocks in one call; the columns past the last
-          // multiple of 16, and every block of a last tile short of 16
-          // rows, a masked block at a time.
-          const int64_t whole = m1 == 16 ? m0 / 16 * 16 : 0;
-          if (whole > 0) {
-            const auto rows_fn =
-                tr == 1 ? &transposed_rows_avx512<true, Op> : &transposed_rows_avx512<false, Op>;
-            rows_fn(out_tile, so, tile_in[dn], sd, tile_in[tr], st, whole, op);
-          }
-          const auto edge_fn =
-              tr == 1 ? &transposed_edge_avx512<true, Op> : &transposed_edge_avx512<false, Op>;
-          for (int64_t k = whole; k < m0; k += 16) {
-            edge_fn(out_tile + k, so, tile_in[dn] + k, sd, tile_in[tr] + k * st, st,
-                    static_cast<int>(m1), static_cast<int>(std::min<int64_t>(16, m0 - k)), op);
-          }
+          const auto tile_fn =
+              tr == 1 ? &transposed_tile_avx512<true, Op> : &transposed_tile_avx512<false, Op>;
+          tile_fn(out_tile, l.strides[0][1], origin(dn), l.strides[dn][1], origin(tr),
+                  l.strides[tr][0], m0, m1, op);
           continue;
         }
       }

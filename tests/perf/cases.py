@@ -47,14 +47,13 @@ def bytes_moved(impl: str, n: int, dtype: torch.dtype) -> int:
     return (2 if impl == "copy" else 3) * n * size
 
 
-_compiled: dict = {}
-_compiled_threads = [0]  # the CPU thread count the entries of _compiled were made for
+_compiled: dict = {}  # made for the thread count in torch._inductor.config.cpp.threads
 
 
 def _compiled_fn(op: str) -> Callable:
     """One torch.compile per op and thread count, dynamic in N (each dtype compiles once)."""
     threads = torch.get_num_threads()
-    if threads != _compiled_threads[0]:
+    if threads != torch._inductor.config.cpp.threads:
         # Inductor writes the thread count into the CPU kernels it generates,
         # and torch 2.11's compile cache does not key on it (a kernel
         # compiled at 1 thread ran at 16 as at 1: scripts/bench_layouts.py
@@ -62,7 +61,6 @@ def _compiled_fn(op: str) -> Callable:
         torch._dynamo.reset()
         _compiled.clear()
         torch._inductor.config.cpp.threads = threads
-        _compiled_threads[0] = threads
     if op not in _compiled:
         fns = {
             "mymuladd": lambda a, b: a * b + C,
