@@ -13,7 +13,7 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, ROOT)
 
 # build_options sets CUDA_HOME, so it comes before torch.utils.cpp_extension.
-from build_options import NVCC_FLAGS, flags, set_cuda_archs, use_cuda  # noqa: E402
+from build_options import HARNESS, NVCC_FLAGS, flags, set_cuda_archs, use_cuda  # noqa: E402
 
 # isort: split
 
@@ -69,7 +69,7 @@ setup(
     description="Reference PyTorch custom C++/CUDA operators with fake kernels and autograd",
     packages=find_packages(include=["extension_cpp", "extension_cpp.*"]),
     ext_modules=[extension()],
-    install_requires=[torch_requirement()],
+    install_requires=[torch_requirement(), HARNESS],
     python_requires=">=3.9",
     cmdclass={"build_ext": BuildExtension},
     options={"bdist_wheel": {"py_limited_api": "cp39"}},

@@ -1,6 +1,6 @@
 """Shared pytest set-up for every test directory.
 
-- extension_cpp.testing's pytest plugin (the harness's markers and summary).
+- extension_cpp_testing's pytest plugin (the harness's markers and summary).
 - The RNG is seeded per test, so one test can't change another's inputs.
 - ``--test-order=reversed|shuffled`` (with ``--test-order-seed=N``) runs the
   collected tests in another order, to show that no test depends on what ran
@@ -35,15 +35,10 @@ settings.register_profile("default", derandomize=True, **_COMMON)
 settings.register_profile("fuzz", derandomize=False, max_examples=1000, **_COMMON)
 settings.load_profile("default")
 
-# The harness's markers and its summary of failures by check, from the package
-# under test (tests/conformance/cases.py, EXTENSION_CPP_BUILD): the stable-ABI
-# package ships the same harness as extension_cpp_stable.testing, so a venv
-# with only its wheel (make matrix's stable track, any torch >= 2.10) runs the
-# suite too, without the classic package, which loads on one torch only.
-_HARNESS = (
-    "extension_cpp_stable" if os.environ.get("EXTENSION_CPP_BUILD") == "stable" else "extension_cpp"
-)
-pytest_plugins = [f"{_HARNESS}.testing.pytest_plugin"]
+# The harness's markers and its summary of failures by check. The harness is
+# a distribution of its own (harness/), so this works in a venv with either
+# package, or with the harness alone (make matrix's harness track).
+pytest_plugins = ["extension_cpp_testing.pytest_plugin"]
 
 
 def pytest_addoption(parser):
