@@ -135,7 +135,7 @@ tutorial: build
 # wheel beside it (extension_cpp requires it). scripts/matrix.py says how.
 wheel: setup
 	$(PY) scripts/matrix.py build --python $(PY) --out dist
-	$(PY) scripts/matrix.py build-harness --python $(PY) --out dist
+	$(PY) scripts/matrix.py build-harness --out dist
 
 # The compatibility matrix: the oldest track builds once against torch 2.8
 # (the newest release with CPython 3.9) and tests that file on 3.9 to 3.13;

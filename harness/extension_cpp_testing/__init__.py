@@ -21,6 +21,8 @@ is tested on, see its pyproject.toml) and, for conformance_tests, pytest.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from .autodiff import FORWARD_MODES, MODES, REVERSE_MODES
 from .case import Case, ConformanceFailure
 from .conformance import CHECKS, FIXES, Check, assert_same_values
@@ -62,18 +64,28 @@ __all__ = [
 ]
 
 
-def conformance_tests(spec: OpSpec):
+def conformance_tests(spec: OpSpec, known_failures: Mapping[str, str] | None = None):
     """A pytest test function, parametrized over ``spec.cases()``.
 
     Assign it to a name starting with ``test_`` in a test module. Test ids read
     ``<op>-<check>-<device>-<dtype>-<layout or variant>``; CUDA cases carry the
     ``cuda`` marker and skip without a GPU, the ``huge`` case the ``huge`` marker.
     Select checks with ``-k``, e.g. ``-k "fake or opcheck"``.
+
+    ``known_failures`` maps test ids to why they fail (a bug of the op, reported
+    upstream): those cases are expected to fail with a ConformanceFailure
+    (``xfail(strict=True)``), so the day the op is fixed they pass and the run
+    says so. An id that names no case is an error, not a silent no-op.
     """
     import pytest
 
+    known = dict(known_failures or {})
+    cases = spec.cases()
+    unknown = sorted(set(known) - {case.id for case in cases})
+    if unknown:
+        raise ValueError(f"known_failures names no case of {spec.name}: {unknown}")
     params = []
-    for case in spec.cases():
+    for case in cases:
         marks = []
         if case.device.startswith("cuda") or case.variant == "device":
             marks.append(pytest.mark.cuda)
@@ -81,6 +93,10 @@ def conformance_tests(spec: OpSpec):
             marks.append(pytest.mark.huge)
         if case.skip_reason:
             marks.append(pytest.mark.skip(reason=case.skip_reason))
+        if case.id in known:
+            marks.append(
+                pytest.mark.xfail(reason=known[case.id], raises=ConformanceFailure, strict=True)
+            )
         params.append(pytest.param(case, id=case.id, marks=marks))
 
     @pytest.mark.parametrize("case", params)
