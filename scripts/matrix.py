@@ -766,8 +766,9 @@ HARNESS = REPO / "harness"
 HARNESS_TORCHES = {"2.8.0": "0.23.0", "2.15.0": "0.29.2"}
 HARNESS_PYTHON = "3.11"
 # What the harness's own tests need besides torch: pytest, the suite's
-# conftest.py (hypothesis), and ninja to build the zoo.
-HARNESS_TEST_REQUIREMENTS = ["pytest", "hypothesis", "expecttest", "numpy", "ninja"]
+# conftest.py (hypothesis), ninja to build the zoo, and what torchvision
+# imports (it goes in --no-deps): numpy and pillow.
+HARNESS_TEST_REQUIREMENTS = ["pytest", "hypothesis", "expecttest", "numpy", "pillow", "ninja"]
 
 
 def harness_wheel(out: Path = CACHE / "dist" / "harness") -> Path:

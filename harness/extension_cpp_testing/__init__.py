@@ -21,8 +21,6 @@ is tested on, see its pyproject.toml) and, for conformance_tests, pytest.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from .autodiff import FORWARD_MODES, MODES, REVERSE_MODES
 from .case import Case, ConformanceFailure
 from .conformance import CHECKS, FIXES, Check, assert_same_values
@@ -64,7 +62,7 @@ __all__ = [
 ]
 
 
-def conformance_tests(spec: OpSpec, known_failures: Mapping[str, str] | None = None):
+def conformance_tests(spec: OpSpec, known_failures: dict[str, str] | None = None):
     """A pytest test function, parametrized over ``spec.cases()``.
 
     Assign it to a name starting with ``test_`` in a test module. Test ids read

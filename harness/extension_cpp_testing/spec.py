@@ -10,7 +10,7 @@ ConformanceFailure on a failure.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Callable
 
 import torch
@@ -157,14 +157,14 @@ class OpSpec:
     grad_args: Sequence[int] | None = None
     autodiff: Sequence[str] = ("reverse",)
     dynamic_output: bool = False
-    dynamic_dims: Mapping[int, Mapping[int, str]] | None = None
+    dynamic_dims: dict[int, dict[int, str]] | None = None
     compare_storage: bool | None = None
     capturable: bool = True
     same_error_words: bool = True
     bad_inputs: Sequence[str] | None = None
     huge: bool = False
     checks: Sequence[str] = tuple(CHECKS)
-    skip: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    skip: dict[str, str] = dataclasses.field(default_factory=dict)
     # The names of keyword-only out arguments, read from the schema once:
     # invoke() runs inside torch.compile, which can't read a schema.
     _out_names: tuple | None = dataclasses.field(default=None, init=False, repr=False)
