@@ -556,8 +556,11 @@ def _host_sync(spec: OpSpec, args) -> BaseException | None:
 def _capture(spec: OpSpec, args):
     """(graph, result, error): the op captured into a CUDA graph, or the error
     the capture raised. A failed capture is cleaned up so that it leaves no
-    state behind: the stream's capture is ended, the graph dropped, and a
-    capture of nothing runs the CUDA RNG through a capture's whole cycle."""
+    state behind: the current stream is restored (torch.cuda.graph leaves its
+    capture stream current when ending the capture fails), the graph dropped,
+    and a capture of nothing takes the CUDA RNG through a whole capture, so
+    it no longer counts as capturing."""
+    stream = torch.cuda.current_stream()
     graph = torch.cuda.CUDAGraph()
     try:
         with torch.cuda.graph(graph):
@@ -565,10 +568,11 @@ def _capture(spec: OpSpec, args):
         return graph, result, None
     except Exception as e:  # noqa: BLE001  (the error is what is checked)
         error = e
+    torch.cuda.set_stream(stream)
     for cleanup in (torch.cuda.synchronize, graph.reset, _empty_capture):
         try:
             cleanup()
-        except Exception:  # noqa: BLE001,S110  (best effort: the state is checked below)
+        except Exception:  # noqa: BLE001  (best effort: whatever is left is checked below)
             pass
     torch.cuda.synchronize()
     return None, None, error

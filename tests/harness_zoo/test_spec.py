@@ -489,3 +489,29 @@ def test_declared_skips_show_their_reason():
     skipped = [c for c in spec.cases() if c.check == "gradgradcheck"]
     assert skipped
     assert all(c.skip_reason == "declared by the OpSpec: no double backward" for c in skipped)
+
+
+# add_into(a, b, out): an out= op whose fake kernel flattens out, where the
+# kernel writes it in place.
+@torch.library.custom_op("harness_spec::add_into", mutates_args=("out",))
+def add_into(a: Tensor, b: Tensor, out: Tensor) -> None:
+    torch.add(a, b, out=out)
+
+
+@add_into.register_fake
+def _(a, b, out):
+    out.resize_(out.numel())  # the bug
+
+
+def test_an_out_ops_fake_kernel_must_leave_out_as_the_kernel_does():
+    spec = OpSpec(
+        torch.ops.harness_spec.add_into.default,
+        reference=torch.add,
+        out=True,
+        layouts=("contiguous",),
+        dtypes=(torch.float32,),
+        devices=("cpu",),
+        checks=("fake",),
+    )
+    failures = run_all(spec)
+    assert "the fake kernel left out as sizes [4773]" in failures["fake"][0].what
