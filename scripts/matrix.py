@@ -840,6 +840,7 @@ def harness_tests_copy(dest: Path) -> Path:
     for entry in (
         "tests/__init__.py",
         "tests/conftest.py",
+        "tests/child_process.py",
         "tests/harness_zoo",
         "tests/third_party",
     ):
