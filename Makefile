@@ -144,13 +144,16 @@ wheel: setup
 # message. The stable track builds extension_cpp_stable once against this
 # venv's torch and tests that file next to torch 2.10 to 2.15 (CPython 3.12)
 # and on CPython 3.10 to 3.13 (torch 2.10): 9 venvs, about 4 GB of downloads
-# per torch release (cached), which is why make test does not run it.
+# per torch release (cached), which is why make test does not run it. The
+# harness track installs the harness's wheel (--no-deps) next to torch 2.8
+# and 2.15 alone and runs the zoo and the torchvision OpSpecs there.
 # Writes docs/results/compatibility.{md,json}.
 matrix: wheel
 	$(PY) scripts/matrix.py run --track oldest --foreign-wheel dist
 	$(PY) scripts/matrix.py run --track newest --wheel dist \
 		--foreign-wheel $${EXTENSION_CPP_CACHE:-$$HOME/.cache/extension_cpp}/dist/torch-2.8.0
 	$(PY) scripts/matrix.py run-stable
+	$(PY) scripts/matrix.py run-harness
 
 # Benchmarks (tests/perf, scripts/bench*.py): JSON, plots and ratio tables in
 # $(BENCH_OUT). Here: the CPU at 1 thread and at all threads. On a GPU box
