@@ -5,7 +5,8 @@ Every case passes but those KNOWN lists: each a bug in torchvision that a
 reproducer shows without the harness, on the page
 docs/what_the_harness_found_in_torchvision.md. They are strict expected
 failures, so a torchvision that fixes one makes its case pass and this run
-fail until the list, the page and the reproducer go.
+fail until the page and torchvision_findings.FIXED_IN say which release
+fixed it.
 """
 
 import pytest
@@ -38,6 +39,9 @@ PAGE = "docs/what_the_harness_found_in_torchvision.md"
 
 
 def _known(reproducer, *cases):
+    """The cases a torchvision bug explains, where the installed torchvision has it."""
+    if not findings.reproduces(reproducer):
+        return {}
     reason = f"torchvision bug: {reproducer.__name__} ({PAGE})"
     return dict.fromkeys(cases, reason)
 
@@ -88,5 +92,9 @@ test_deform_conv2d = _tests("deform_conv2d")
 
 @pytest.mark.parametrize("reproducer", findings.FINDINGS, ids=lambda f: f.__name__)
 def test_each_finding_reproduces_without_the_harness(reproducer):
+    """Each reproducer's assert fails, up to the torchvision release that fixed it."""
+    if not findings.reproduces(reproducer):
+        reproducer()
+        return
     with pytest.raises(AssertionError):
         reproducer()
