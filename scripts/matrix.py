@@ -763,7 +763,7 @@ HARNESS = REPO / "harness"
 # built for that torch, or for 2.15, which has none yet, the newest (built for
 # 2.14 on the stable ABI: its ops load on a later torch, or tests/third_party
 # skips and says why).
-HARNESS_TORCHES = {"2.6.0": "0.21.0", "2.8.0": "0.23.0", "2.15.0": "0.29.2"}
+HARNESS_TORCHES = {"2.8.0": "0.23.0", "2.15.0": "0.29.2"}
 HARNESS_PYTHON = "3.11"
 # What the harness's own tests need besides torch: pytest, the suite's
 # conftest.py (hypothesis), ninja to build the zoo, and what torchvision
