@@ -2,7 +2,7 @@
 
 One limited-API module, extension_cpp_stable/_C.abi3.so, compiled from
 csrc/stable/ (the binding) and the classic build's kernels (csrc/cpu/,
-csrc/cuda/elementwise_cuda.cuh, csrc/elementwise.h), with
+csrc/cuda/, csrc/fast/, csrc/elementwise.h), with
 TORCH_TARGET_VERSION pinning torch 2.10 as the oldest release it loads on.
 The wheel is cp310-abi3 (torch 2.10 needs CPython 3.10) and requires
 torch>=2.10: build it once, against any torch from 2.10 on, and it runs on
@@ -10,8 +10,13 @@ every later release.
 
     pip install --no-build-isolation stable/      # or -e stable/ for development
 
-Environment variables: EXTENSION_CPP_CUDA, TORCH_CUDA_ARCH_LIST and
-EXTENSION_CPP_SANITIZE, as for the classic build (build_options.py).
+Its Python is the classic package's: SHARED_MODULES are copied from
+extension_cpp/ into extension_cpp_stable/ at every build (git ignores the
+copies), so there is one source to edit and nothing to keep in step by hand.
+
+Environment variables: EXTENSION_CPP_CUDA, TORCH_CUDA_ARCH_LIST,
+EXTENSION_CPP_KERNELS and EXTENSION_CPP_SANITIZE, as for the classic build
+(build_options.py).
 """
 
 import os
@@ -24,11 +29,18 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
 # build_options sets CUDA_HOME, so it comes before torch.utils.cpp_extension.
-from build_options import HARNESS, NVCC_FLAGS, flags, set_cuda_archs, use_cuda  # noqa: E402
+from build_options import (  # noqa: E402
+    HARNESS,
+    NVCC_FLAGS,
+    build_ext,
+    flags,
+    set_cuda_archs,
+    use_cuda,
+)
 
 # isort: split
 
-from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension  # noqa: E402
+from torch.utils.cpp_extension import CppExtension, CUDAExtension  # noqa: E402
 
 # The oldest torch whose stable ABI this build may use: 2.10. Headers then
 # hide (or refuse) everything newer, and every c10/ATen header.
@@ -36,8 +48,25 @@ TORCH_TARGET_VERSION = "0x020A000000000000"
 OLDEST_TORCH = "2.10"
 
 
+# The classic package's modules that serve both packages: each reads its op
+# namespace from the package it is imported in.
+SHARED_MODULES = ["ops.py", "_checks.py", "_autocast.py", "_sharding.py", "_dtensor_hook.py"]
+
+
 def csrc(*parts: str) -> str:
     return os.path.join(ROOT, "csrc", *parts)
+
+
+def copy_shared_modules() -> None:
+    for name in SHARED_MODULES:
+        with open(os.path.join(ROOT, "extension_cpp", name)) as f:
+            text = f.read()
+        with open(os.path.join(HERE, "extension_cpp_stable", name), "w") as f:
+            f.write(f"# Copied from extension_cpp/{name} by stable/setup.py: edit that file.\n")
+            f.write(text)
+
+
+copy_shared_modules()
 
 
 def extension():
@@ -53,8 +82,8 @@ def extension():
             extra_link_args=link_flags,
             py_limited_api=True,
         )
-    # The classic build's CUDA kernels (csrc/cuda/elementwise_cuda.cuh) with
-    # a stable-ABI launcher. USE_CUDA makes the C shim declare its CUDA calls
+    # The classic build's CUDA kernels (csrc/cuda/elementwise_cuda.cuh and
+    # csrc/fast/cuda/) with a stable-ABI launcher. USE_CUDA makes the C shim declare its CUDA calls
     # (the current stream).
     set_cuda_archs()
     cxx_flags.append("-DUSE_CUDA")
@@ -78,6 +107,6 @@ setup(
     ext_modules=[extension()],
     install_requires=[f"torch>={OLDEST_TORCH}", HARNESS],
     python_requires=">=3.10",
-    cmdclass={"build_ext": BuildExtension},
+    cmdclass={"build_ext": build_ext(os.path.join(HERE, "build", "temp"))},
     options={"bdist_wheel": {"py_limited_api": "cp310"}},
 )

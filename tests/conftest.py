@@ -10,12 +10,18 @@
 - A test that starts another Python (pytest, a script) does it through
   tests/child_process.py, which makes the child test the same package.
 - ``EXTENSION_CPP_BUILD=classic|stable`` picks the build tests/conformance
-  runs against (tests/conformance/cases.py); the header names it.
+  runs against (tests/conformance/cases.py); the header names it, and its
+  kernel set (fast or simple: ``EXTENSION_CPP_EXPECT_KERNELS`` makes a run
+  stop if it is not the one expected).
 - Hypothesis profiles: ``default`` (what ``make test`` runs) and ``fuzz``
   (``make fuzz``: many more examples). Both print the failing example and a
   blob to replay it with ``@reproduce_failure``.
 """
 
+from __future__ import annotations
+
+import importlib
+import importlib.util
 import os
 import random
 
@@ -41,6 +47,10 @@ settings.load_profile("default")
 # a distribution of its own (harness/), so this works in a venv with either
 # package, or with the harness alone (make matrix's harness track).
 pytest_plugins = ["extension_cpp_testing.pytest_plugin"]
+# The package under test (tests/conformance/cases.py, EXTENSION_CPP_BUILD).
+_PACKAGE = (
+    "extension_cpp_stable" if os.environ.get("EXTENSION_CPP_BUILD") == "stable" else "extension_cpp"
+)
 
 
 def pytest_addoption(parser):
@@ -71,9 +81,29 @@ def _order_line(config) -> str:
     return f"test order: {order}"
 
 
+def _kernels() -> str | None:
+    """The kernel set the package under test was built with (fast or simple);
+    None where it is not installed (the harness's own tests run without it)."""
+    if importlib.util.find_spec(_PACKAGE) is None:
+        return None
+    return importlib.import_module(f"{_PACKAGE}._C").KERNELS
+
+
 def pytest_report_header(config):
     build = os.environ.get("EXTENSION_CPP_BUILD", "classic")
-    return [_order_line(config), f"build under test: {build} (EXTENSION_CPP_BUILD)"]
+    kernels = _kernels()
+    under_test = f"{build} (EXTENSION_CPP_BUILD), {kernels} kernels" if kernels else "none"
+    return [_order_line(config), f"build under test: {under_test}"]
+
+
+def pytest_sessionstart(session):
+    # make test's run of the simple kernels says so, and stops if it got others.
+    expected = os.environ.get("EXTENSION_CPP_EXPECT_KERNELS")
+    if expected and _kernels() != expected:
+        raise pytest.UsageError(
+            f"{_PACKAGE} under test has the {_kernels()} kernels, not the {expected} ones "
+            "(EXTENSION_CPP_EXPECT_KERNELS): check PYTHONPATH"
+        )
 
 
 def pytest_terminal_summary(terminalreporter, config):
