@@ -74,6 +74,13 @@ test_scaled_silu = conformance_tests(SCALED_SILU)
 
 def _check_segments(values: Tensor, segment_ids: Tensor) -> None:
     torch._check(
+        segment_ids.device == values.device,
+        lambda: (
+            f"segment_sum: expected segment_ids on the device of values ({values.device}), "
+            f"got {segment_ids.device}"
+        ),
+    )
+    torch._check(
         values.is_floating_point(),
         lambda: f"segment_sum: expected floating-point values, got {values.dtype}",
     )
@@ -94,8 +101,10 @@ def _check_segments(values: Tensor, segment_ids: Tensor) -> None:
 def segment_sum(values: Tensor, segment_ids: Tensor, segments: int) -> Tensor:
     """out[s] = the sum of the rows of values whose segment id is s."""
     _check_segments(values, segment_ids)
-    out = values.new_zeros(segments, values.shape[1])
-    return out.index_add_(0, segment_ids, values)
+    # As a product with the one-hot matrix of the ids: the same sum in the
+    # same order on every run (index_add_ sums with atomic adds on a GPU).
+    one_hot = torch.nn.functional.one_hot(segment_ids, segments).to(values.dtype)
+    return one_hot.t() @ values
 
 
 @segment_sum.register_fake
@@ -132,9 +141,12 @@ def segment_samples(layout, dtype, device, rows):
 
 SEGMENT_SUM = OpSpec(
     torch.ops.mylib.segment_sum.default,
-    reference=lambda values, ids, n: torch.zeros(
-        n, values.shape[1], dtype=values.dtype, device=values.device
-    ).index_add(0, ids, values),
+    # The sum in float64, rounded once to the values' dtype.
+    reference=lambda values, ids, n: (
+        torch.zeros(n, values.shape[1], dtype=torch.float64, device=values.device)
+        .index_add(0, ids, values.double())
+        .to(values.dtype)
+    ),
     samples=segment_samples,
     layouts=("contiguous", "transposed"),
     grad_args=(0,),  # the values; segment ids are integers

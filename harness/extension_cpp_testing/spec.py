@@ -124,6 +124,10 @@ class OpSpec:
             output. Default: with the default (elementwise) samples; an op that
             returns a view of a larger buffer (a slice of the boxes it kept)
             compares the view only.
+        nondeterministic: the op's gradient may differ from run to run in its
+            last bits (a backward that sums with atomic adds, as many CUDA
+            kernels do): gradcheck and gradgradcheck then allow it
+            (``nondet_tol``) instead of failing as "not reentrant".
         capturable: the op can be captured in a CUDA graph. With False (an op that
             synchronizes with the host), the ``cuda_graph`` check instead asserts
             that capturing it fails with an error, and cleans up after it.
@@ -160,6 +164,7 @@ class OpSpec:
     dynamic_dims: dict[int, dict[int, str]] | None = None
     compare_storage: bool | None = None
     capturable: bool = True
+    nondeterministic: bool = False
     same_error_words: bool = True
     bad_inputs: Sequence[str] | None = None
     huge: bool = False

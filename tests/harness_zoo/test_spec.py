@@ -229,12 +229,18 @@ def test_the_rounded_once_claim_chooses_the_tolerances(zoo):
     relaxed = dataclasses.replace(spec, rounded_once=False, tolerances=None)
     assert relaxed.tolerances == TOLERANCES
     assert run_all(relaxed) == {}
-    # Every dtype and layout but 0-dim (one element, which may round alike).
-    assert {f.case for f in run_all(spec)["results"]} == {
+    # Every dtype and layout, but 0-dim may pass: its one element may round
+    # alike either way.
+    failed = {f.case for f in run_all(spec)["results"]}
+    every = {
         f"double_rounded_muladd-results-cpu-{dtype}-{layout}"
         for dtype in ("float16", "bfloat16")
         for layout in ("contiguous", "transposed", "mixed")
     }
+    zero_dim = {
+        f"double_rounded_muladd-results-cpu-{dtype}-0-dim" for dtype in ("float16", "bfloat16")
+    }
+    assert every <= failed <= every | zero_dim
 
 
 # -- declarations for real signatures --------------------------------------------

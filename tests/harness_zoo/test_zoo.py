@@ -241,11 +241,11 @@ def test_capture_check_restores_the_sync_debug_mode_under_warnings_as_errors():
         """
         import warnings
         warnings.simplefilter("error")
-        import dataclasses, torch
-        from extension_cpp_testing import run_all
-        from tests.harness_zoo import zoo
+        import torch
+        from extension_cpp_testing import OpSpec, run_all
 
-        spec = dataclasses.replace(zoo.load()["mul"], devices=("cuda",), layouts=("contiguous",))
+        spec = OpSpec(torch.ops.aten.mul.Tensor, reference=torch.mul, devices=("cuda",),
+                      layouts=("contiguous",), exact=True)
         failures = run_all(spec, checks={"cuda_graph", "results"})
         print(sorted(failures), torch.cuda.get_sync_debug_mode())
         """
@@ -289,7 +289,12 @@ def test_a_failed_capture_leaves_nothing_behind():
     proc = run_python(["-c", child], env={"PYTHONPATH": str(REPO)}, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     found = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert "capture failed" in found["default_stream"]["cuda_graph"]
+    # A launch on the legacy stream during capture either breaks the capture
+    # or runs at once, outside the graph, which the replay then lacks.
+    default_stream = found["default_stream"]["cuda_graph"]
+    assert (
+        "capture failed" in default_stream or "replayed graph's result is wrong" in default_stream
+    )
     assert "synchronizes with the host" in found["synced"]["cuda_graph"]
     assert found["synced_declared"] == {}
     assert found["after"] == {}

@@ -46,11 +46,16 @@ def _known(reproducer, *cases):
     return dict.fromkeys(cases, reason)
 
 
+DEVICES = ("cpu", "cuda")
+
 KNOWN = {
+    # torchvision's CPU and CUDA kernels share these bugs (the CUDA cases are
+    # listed only where the GPU run showed them).
     **_known(
         findings.ps_roi_pool_leaves_out_the_last_row_and_column,
         *(
-            f"ps_roi_pool-results-cpu-{dtype}-{layout}"
+            f"ps_roi_pool-results-{device}-{dtype}-{layout}"
+            for device in DEVICES
             for dtype in ("float32", "float64")
             for layout in ("contiguous", "transposed", "channels-last")
         ),
@@ -58,21 +63,41 @@ KNOWN = {
     **_known(
         findings.ps_roi_pool_backward_is_not_its_forwards_derivative,
         *(
-            f"ps_roi_pool-gradcheck-cpu-float64-{layout}"
-            for layout in ("contiguous", "transposed", "channels-last")
+            f"ps_roi_pool-{check}-{device}-float64-{variant}"
+            for device in DEVICES
+            for check, variant in (
+                ("gradcheck", "contiguous"),
+                ("gradcheck", "transposed"),
+                ("gradcheck", "channels-last"),
+                ("autodiff", "reverse"),
+            )
         ),
-        "ps_roi_pool-autodiff-cpu-float64-reverse",
     ),
     **_known(
         findings.roi_pool_reads_rois_of_the_wrong_shape,
         "roi_pool-bad_input-cpu-shape",
         "roi_pool-internal_assert-cpu-shape",
     ),
-    **_known(findings.nms_fake_kernel_accepts_integer_boxes, "nms-bad_input-cpu-dtype"),
-    **_known(findings.deform_conv2d_does_not_check_the_bias, "deform_conv2d-bad_input-cpu-shape"),
+    **_known(
+        findings.nms_fake_kernel_accepts_integer_boxes,
+        *(f"nms-bad_input-{device}-dtype" for device in DEVICES),
+    ),
+    **_known(
+        findings.deform_conv2d_does_not_check_the_bias,
+        *(f"deform_conv2d-bad_input-{device}-shape" for device in DEVICES),
+    ),
     **_known(
         findings.deform_conv2d_fake_kernel_accepts_integer_input,
-        "deform_conv2d-bad_input-cpu-dtype",
+        *(f"deform_conv2d-bad_input-{device}-dtype" for device in DEVICES),
+    ),
+    **_known(
+        findings.nms_fake_kernel_accepts_boxes_and_scores_on_two_devices,
+        "nms-bad_input-cuda-device",
+    ),
+    **_known(
+        findings.deform_conv2d_does_not_run_on_the_current_stream,
+        "deform_conv2d-cuda_graph-cuda-float32",
+        "deform_conv2d-side_stream-cuda-float32",
     ),
 }
 
@@ -93,6 +118,8 @@ test_deform_conv2d = _tests("deform_conv2d")
 @pytest.mark.parametrize("reproducer", findings.FINDINGS, ids=lambda f: f.__name__)
 def test_each_finding_reproduces_without_the_harness(reproducer):
     """Each reproducer's assert fails, up to the torchvision release that fixed it."""
+    if reproducer in findings.NEEDS_CUDA and not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
     if not findings.reproduces(reproducer):
         reproducer()
         return

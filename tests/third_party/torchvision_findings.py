@@ -130,6 +130,42 @@ def deform_conv2d_fake_kernel_accepts_integer_input():
 
 # [deform_conv2d-dtype]
 
+# On a GPU.
+
+
+# [nms-devices]
+def nms_fake_kernel_accepts_boxes_and_scores_on_two_devices():
+    nms = torch.ops.torchvision.nms
+    boxes = torch.tensor([[0.0, 0, 10, 10], [1, 1, 11, 11]], device="cuda")
+    scores = torch.tensor([0.9, 0.8])  # on the CPU
+    # The kernel: RuntimeError: scores must be a CUDA tensor.
+    assert not kernel_accepts(nms, boxes, scores, 0.5)
+    assert not fake_accepts(nms, boxes, scores, 0.5), "the meta kernel accepts two devices"
+
+
+# [nms-devices]
+
+
+# [deform_conv2d-stream]
+def deform_conv2d_does_not_run_on_the_current_stream():
+    deform_conv2d = torch.ops.torchvision.deform_conv2d
+    args = [a.cuda() if torch.is_tensor(a) else a for a in deform_args()]
+    want = deform_conv2d(*args)
+    image = args[0].clone()
+    args[0].zero_()
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):  # work queued on a side stream, as a pipeline does:
+        torch.cuda._sleep(50_000_000)  # the stream is busy for a while,
+        args[0].copy_(image)  # then writes the image,
+        got = deform_conv2d(*args)  # then convolves it
+    side.synchronize()
+    # The kernels ran on the legacy default stream, during the sleep, on zeros.
+    assert torch.equal(got, want), "deform_conv2d did not wait for the stream it was called on"
+
+
+# [deform_conv2d-stream]
+
 # Every reproducer, in the page's order.
 FINDINGS = [
     ps_roi_pool_leaves_out_the_last_row_and_column,
@@ -138,7 +174,14 @@ FINDINGS = [
     nms_fake_kernel_accepts_integer_boxes,
     deform_conv2d_does_not_check_the_bias,
     deform_conv2d_fake_kernel_accepts_integer_input,
+    nms_fake_kernel_accepts_boxes_and_scores_on_two_devices,
+    deform_conv2d_does_not_run_on_the_current_stream,
 ]
+# The reproducers that need a GPU.
+NEEDS_CUDA = {
+    nms_fake_kernel_accepts_boxes_and_scores_on_two_devices,
+    deform_conv2d_does_not_run_on_the_current_stream,
+}
 # The torchvision release that fixed a finding (make matrix runs a newer one
 # than make test's).
 FIXED_IN = {roi_pool_reads_rois_of_the_wrong_shape: (0, 29, 2)}
