@@ -85,10 +85,12 @@ compute-sanitizer: build
 
 # EXTENSION_CPP_HUGE=1: the tests past 2^31 elements (about 20 s and 4.6 GiB
 # on the CPU) run here; a bare pytest skips them.
+# Each run's junit XML goes to build/results/ (docs/results/README.md says how
+# one becomes the conformance page).
 test: lint build docs-deps
-	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests --ignore=tests/docs -p docs.pytest_machine --junitxml=docs/results/conformance.xml
+	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests --ignore=tests/docs -p docs.pytest_machine --junitxml=build/results/conformance.xml
 	EXTENSION_CPP_HUGE=1 EXTENSION_CPP_BUILD=stable $(PY) -m pytest tests/conformance -p docs.pytest_machine \
-		--junitxml=docs/results/conformance-stable.xml
+		--junitxml=build/results/conformance-stable.xml
 	$(build_docs)
 	$(PY) -m pytest tests/docs
 
@@ -130,22 +132,28 @@ wheel: setup
 # venv's torch and tests that file next to torch 2.10 to 2.15 (CPython 3.12)
 # and on CPython 3.10 to 3.13 (torch 2.10): 9 venvs, about 4 GB of downloads
 # per torch release (cached), which is why make test does not run it.
-# Writes docs/results/compatibility.{md,json}.
+# Writes build/results/compatibility.{md,json}.
 matrix: wheel
 	$(PY) scripts/matrix.py run --track oldest --foreign-wheel dist
 	$(PY) scripts/matrix.py run --track newest --wheel dist \
 		--foreign-wheel $${EXTENSION_CPP_CACHE:-$$HOME/.cache/extension_cpp}/dist/torch-2.8.0
 	$(PY) scripts/matrix.py run-stable
 
-# Benchmarks (tests/perf, scripts/bench*.py): JSON, plots and ratio tables in
-# $(BENCH_OUT). Here: the CPU at 1 thread and at all threads. On a GPU box
-# with the extension built: make bench BENCH_DEVICE=cuda BENCH_OUT=$$OUT
+# Benchmarks (scripts/bench.py): the machine's results page, <kind>.md, in
+# $(BENCH_OUT), and the raw measurements, plots and each part's tables in
+# build/bench/<kind>/. Here: the CPU at 1 thread and at all threads; on a GPU
+# machine: make bench BENCH_DEVICE=cuda. Neither writes a tracked file;
+# BENCH_OUT=docs/results/perf puts the page into the docs.
+# BENCH_PARTS picks parts (layouts, ratios, stable, bandwidth); a later run of
+# one part keeps the others' last results on the page.
 BENCH_DEVICE ?= cpu
 BENCH_THREADS ?= 1,$(shell nproc)
-BENCH_OUT ?= docs/results/perf
+BENCH_OUT ?= build/bench
+BENCH_PARTS ?= layouts,ratios,stable,bandwidth
 
 bench: build
-	$(PY) scripts/bench.py --device $(BENCH_DEVICE) --threads $(BENCH_THREADS) --out $(BENCH_OUT)
+	$(PY) scripts/bench.py --device $(BENCH_DEVICE) --threads $(BENCH_THREADS) \
+		--parts $(BENCH_PARTS) --out $(BENCH_OUT)
 
 clean:
 	rm -rf build dist *.egg-info extension_cpp/_C*.so extension_cpp/_build_info.py \

@@ -14,11 +14,13 @@ Subcommands:
                    (--test-order, --test-order-seed: tests/conftest.py)
   run              one track: build once against a torch release, test it on
                    each CPython that release supports, write
-                   docs/results/compatibility.{json,md}
+                   build/results/compatibility.{json,md} (outside the tracked
+                   tree: docs/results/README.md says how the page reaches
+                   the docs)
   run-stable       the stable track: build extension_cpp_stable (stable/) once,
                    test that file next to torch 2.10 to 2.15 on one CPython
                    and on CPython 3.10 to 3.13 with torch 2.10
-  render           rewrite docs/results/compatibility.md from the .json
+  render           rewrite build/results/compatibility.md from the .json
 
 Only the standard library is used, so any CPython 3.9+ can run it. Downloads
 (torch and its CUDA libraries are several GB per Python) are kept in a
@@ -44,7 +46,7 @@ import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-RESULTS = REPO / "docs" / "results"
+RESULTS = REPO / "build" / "results"
 CACHE = Path(os.environ.get("EXTENSION_CPP_CACHE", Path.home() / ".cache" / "extension_cpp"))
 PYENV = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
 
@@ -667,6 +669,7 @@ def cmd_run(args) -> None:
         "track": args.track,
         "torch": torch_version,
         "date": time.strftime("%Y-%m-%d"),
+        "commit": commit(),
         "build_s": build_s,
         "total_s": round(time.monotonic() - started, 1),
         "wheel": summary,
@@ -708,6 +711,7 @@ def cmd_run_stable(args) -> None:
     cells = [tuple(c.split(":")) for c in args.cells] if args.cells else STABLE_CELLS
     rows = []
     record = {"track": "stable", "date": time.strftime("%Y-%m-%d"), "build_s": build_s}
+    record["commit"] = commit()
     record.update(wheel=summary, results=rows, cells_planned=len(cells))
     if args.cells:
         # Some cells only: keep the other cells' results of an earlier run of
@@ -749,6 +753,18 @@ def cmd_run_stable(args) -> None:
 # render
 
 
+def commit() -> str:
+    """This checkout's commit (docs/render_results.py stamps every results page so)."""
+    sys.path.insert(0, str(REPO / "docs"))
+    from render_results import commit as checkout_commit
+
+    return checkout_commit()
+
+
+def at_commit(record: dict) -> str:
+    return f", `make matrix` at commit `{record['commit']}`" if record.get("commit") else ""
+
+
 def order_text(row: dict) -> str:
     order = row.get("test_order", "declared")
     if order == "shuffled":
@@ -775,7 +791,7 @@ def render() -> None:
         w = rec["wheel"]
         cuda = f"CUDA {w['cuda']} kernels" if w["cuda"] else "CPU kernels only"
         lines += [
-            f"## torch {rec['torch']} ({name} track, {rec['date']})",
+            f"## torch {rec['torch']} ({name} track, {rec['date']}{at_commit(rec)})",
             "",
             f"- wheel: `{w['wheel']}` ({w['size_bytes'] / 2**20:.1f} MiB, {cuda})",
             f"- sha256: `{w['sha256']}`",
@@ -867,7 +883,7 @@ def render_stable(rec: dict | None) -> list:
 
     lines = [
         f"## Stable ABI: one extension_cpp_stable wheel on torch {torches[0]} to "
-        f"{torches[-1]} ({rec['date']})",
+        f"{torches[-1]} ({rec['date']}{at_commit(rec)})",
         "",
         f"- wheel: `{w['wheel']}` ({w['size_bytes'] / 2**20:.1f} MiB), built once against "
         f"torch {w['built_against_torch']}",
