@@ -39,7 +39,9 @@ html_title = "extension_cpp"
 html_static_path = ["_static"]
 html_css_files = ["wrap.css"]
 
-autodoc_typehints = "description"
+# Types in the signature: as "description" they became a second "Parameters"
+# list after the docstring's own, since a paragraph splits the field list.
+autodoc_typehints = "signature"
 autodoc_member_order = "bysource"
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False

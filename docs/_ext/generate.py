@@ -353,6 +353,27 @@ def _performance_fragment() -> str:
     return "```{toctree}\n:maxdepth: 1\n\n" + "\n".join(pages) + "\n```\n"
 
 
+def _performance_headline() -> str:
+    """Each results page's headline table, under a link to the page."""
+    perf = os.path.join(RESULTS, "perf")
+    tables = sorted(glob.glob(os.path.join(perf, "*.md")))
+    if not tables:
+        return _missing("The benchmark results", perf, "make bench")
+    lines = []
+    for table in tables:
+        with open(table, encoding="utf-8") as f:
+            text = f.read()
+        name = os.path.splitext(os.path.basename(table))[0]
+        title = re.search(r"^# (?:Results: )?(.+)$", text, re.M)
+        headline = re.search(r"^## Headline\n(.*?)(?=^## )", text, re.M | re.S)
+        rows = [line for line in (headline[1] if headline else "").splitlines() if line[:1] == "|"]
+        link = f"{{doc}}`{title[1] if title else name} </_generated/results/{name}>`"
+        lines += [f"**{link}:**", ""]
+        lines += rows or ["(no layout sweep on this page)"]
+        lines.append("")
+    return "\n".join(lines)
+
+
 def _docnames_in(pieces: dict[str, str]) -> list[str]:
     return re.findall(r"^/_generated/results/(\S+)$", "\n".join(pieces.values()), re.M)
 
@@ -371,6 +392,7 @@ def generate(app: Sphinx) -> None:
         ),
         "conformance.md": _conformance_fragment(),
         "performance.md": _performance_fragment(),
+        "performance_headline.md": _performance_headline(),
     }
     written = set()
     results = os.path.join(GENERATED, "results")
