@@ -16,7 +16,6 @@ import pytest
 from docs.render_results import commit, cpu_name
 
 
-
 @pytest.fixture(scope="session", autouse=True)
 def _record_machine(record_testsuite_property, pytestconfig) -> None:
     import torch

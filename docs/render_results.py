@@ -110,7 +110,7 @@ def _test_file(case: ET.Element) -> str:
 
 ORDER = ("passed", "failed", "error", "skipped", "xfailed")
 # Testsuite properties worth a reader's attention (docs/pytest_machine.py records them).
-SHOWN_PROPERTIES = ("commit", "command", "python", "torch", "cpu", "gpu", "selection")
+SHOWN_PROPERTIES = ("python", "torch", "cpu", "gpu", "selection")
 
 
 def render_conformance(xml_path: str) -> str:
@@ -138,12 +138,13 @@ def render_conformance(xml_path: str) -> str:
         when = when or "an unknown time"
     seconds = sum(float(s.get("time") or 0) for s in suites)
     properties = dict((p.get("name"), p.get("value")) for s in suites for p in s.iter("property"))
-    lines = [
-        f"Run at {when}, {seconds:.0f} s of tests.",
-        "",
-        "| run | |",
-        "| --- | --- |",
-    ]
+    run = {
+        "command": properties.get("command", "pytest"),
+        "commit": properties.get("commit", "not recorded"),
+        "date": when,
+        "recorded": properties.get("recorded", ""),
+    }
+    lines = [f"{stamp_line(run)}: {seconds:.0f} s of tests.", "", "| run | |", "| --- | --- |"]
     lines += [
         f"| {name} | {_cell(str(properties[name]))} |"
         for name in SHOWN_PROPERTIES

@@ -53,6 +53,12 @@ def kind(device: str) -> str:
     return "cuda" if device == "cuda" else f"cpu-{os.cpu_count()}cores"
 
 
+def kind_title(kind_name: str) -> str:
+    """cpu-2cores -> 2-core CPU; cuda -> GPU."""
+    cores = re.fullmatch(r"cpu-(\d+)cores", kind_name)
+    return f"{cores[1]}-core CPU" if cores else "GPU"
+
+
 def machine(device: str) -> str:
     import torch
 
@@ -149,7 +155,8 @@ def headline(markdown: str) -> list[str]:
         return []
     any_copy = any(c[5] is not None for cells in sections.values() for c in cells)
     lines = [
-        "| run | cells at 1.0 or more | lowest | highest | A/A |" + (" of copy |" if any_copy else ""),
+        "| run | cells at 1.0 or more | lowest | highest | A/A |"
+        + (" of copy |" if any_copy else ""),
         "| --- | --- | --- | --- | --- |" + (" --- |" if any_copy else ""),
     ]
     for name, cells in sections.items():
@@ -193,9 +200,7 @@ def compact_layouts(markdown: str) -> list[str]:
                 for d in dtypes
             ]
             spread = [aa[(d, layout)] for d in dtypes if (d, layout) in aa]
-            lines.append(
-                f"| {layout} | " + " | ".join(row) + f" | {_spread(spread)} |"
-            )
+            lines.append(f"| {layout} | " + " | ".join(row) + f" | {_spread(spread)} |")
         lines.append("")
         copies = {(c[2], c[3]): c[5] for c in cells if c[1] == "mymul" and c[5] is not None}
         if copies:
@@ -207,7 +212,9 @@ def compact_layouts(markdown: str) -> list[str]:
                 "| --- |" + " --- |" * len(dtypes),
             ]
             for layout in layouts:
-                row = [f"{copies[(d, layout)]:.2f}" if (d, layout) in copies else "" for d in dtypes]
+                row = [
+                    f"{copies[(d, layout)]:.2f}" if (d, layout) in copies else "" for d in dtypes
+                ]
                 lines.append(f"| {layout} | " + " | ".join(row) + " |")
             lines.append("")
     return lines
@@ -226,10 +233,11 @@ def page(kind_name: str, parts: dict[str, tuple[str, dict]]) -> str:
     """The results page of one kind of machine from its parts' (markdown, stamp)."""
     first = next(iter(parts.values()))[1]
     lines = [
-        f"# Results: {first['machine']}",
+        f"# Results: {kind_title(kind_name)}",
         "",
-        f"Every figure on this page comes from `make bench` on this kind of machine "
-        f"(`{kind_name}`), part by part; each part names its command, the commit it "
+        f"Every figure on this page comes from `make bench` on a {kind_title(kind_name)} "
+        f"(`{kind_name}`; here {first['machine']}), part by part; each part names "
+        "the machine it ran on, its command, the commit it "
         "ran at and when. A ratio is PyTorch's time over ours, both measured in the "
         "same run, interleaved: above 1.0 ours is faster, and a ratio inside the A/A "
         "control's spread is a tie. Times in microseconds are there for scale only.",
