@@ -7,6 +7,8 @@
   before it (issue #13: a warning raised by whichever test compiled first).
   The header and the last lines say the order and seed; pass the same seed
   to replay it.
+- A test that starts another Python (pytest, a script) does it through
+  tests/child_process.py, which makes the child test the same package.
 - ``EXTENSION_CPP_BUILD=classic|stable`` picks the build tests/conformance
   runs against (tests/conformance/cases.py); the header names it.
 - Hypothesis profiles: ``default`` (what ``make test`` runs) and ``fuzz``

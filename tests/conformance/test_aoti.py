@@ -11,10 +11,10 @@ import glob
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 import torch
+from child_process import run_python
 
 from .cases import classic_only, devices
 
@@ -59,16 +59,8 @@ def runner(tmp_path_factory) -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize("device", devices())
 def test_aoti_package_runs_from_python_and_cpp(device, runner, tmp_path):
-    export = subprocess.run(
-        [
-            sys.executable,
-            os.path.join(EXAMPLE, "export_model.py"),
-            str(tmp_path),
-            "--device",
-            device,
-        ],
-        capture_output=True,
-        text=True,
+    export = run_python(
+        [os.path.join(EXAMPLE, "export_model.py"), str(tmp_path), "--device", device]
     )
     assert export.returncode == 0, export.stdout + export.stderr
     assert "the package run from Python equals eager" in export.stdout

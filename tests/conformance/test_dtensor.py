@@ -9,11 +9,10 @@ NCCL on two GPUs where there are two.
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 import torch
+from child_process import run_python
 
 from .cases import PACKAGE, requires_two_gpus
 
@@ -30,14 +29,14 @@ BACKENDS = [
 @pytest.fixture(scope="module", params=BACKENDS)
 def results(request, tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("dtensor") / "results.json"
-    command = [sys.executable, WORKER, str(out), "--backend", request.param, "--package", PACKAGE]
-    run = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    command = [WORKER, str(out), "--backend", request.param, "--package", PACKAGE]
+    run = run_python(command, timeout=300)
     if run.returncode != 0 and TEARDOWN_ABORT in run.stderr:
         # gloo's threads, at a rank's exit, now and then (1 run in 3 of the
         # stable build's suite here on 2026-11-25, after the barrier in
         # dtensor_worker.py; "<no Python frame>" in the dump). One more run;
         # a second abort, or any other failure, fails the test.
-        run = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        run = run_python(command, timeout=300)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return json.loads(out.read_text())
 
@@ -102,7 +101,7 @@ def test_rules_registered_whatever_the_import_order(order):
         "funcs = DTensor._op_dispatcher.sharding_propagator.op_strategy_funcs\n"
         f"print(sorted(str(k) for k in funcs if '{PACKAGE}.' in str(k)))\n"
     )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    run = run_python(["-c", code])
     assert run.returncode == 0, run.stderr
     assert f"{PACKAGE}.myadd_out.default" in run.stdout
     assert f"{PACKAGE}.mymul.default" in run.stdout
@@ -111,5 +110,5 @@ def test_rules_registered_whatever_the_import_order(order):
 
 def test_import_does_not_load_dtensor():
     code = f"import sys, {PACKAGE}\nprint('torch.distributed.tensor' in sys.modules)"
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    run = run_python(["-c", code])
     assert run.stdout.strip() == "False", run.stderr

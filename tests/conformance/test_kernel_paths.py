@@ -13,11 +13,10 @@ allocator hands back), so an element a kernel skips fails the comparison.
 """
 
 import os
-import subprocess
-import sys
 
 import pytest
 import torch
+from child_process import run_python
 
 from .cases import (
     DTYPES,
@@ -259,7 +258,10 @@ def test_special_values_bit_for_bit(op_name, device, dtype, path):
 
 @pytest.mark.parametrize(
     ("capability", "cases"),
-    [("default", "cpu and not capped"), ("avx2", "cpu and (tiled or transposed) and not capped")],
+    [
+        ("default", "cpu and not capped"),
+        ("avx2", "cpu and (tiled or transposed or capability) and not capped"),
+    ],
 )
 def test_cpu_paths_capped(capability, cases):
     """The CPU cases above at a lower instruction set, as
@@ -269,13 +271,24 @@ def test_cpu_paths_capped(capability, cases):
     tiles, which an AVX-512 CPU skips for float32. The choice is made once
     per process, so the cases run in a process of their own."""
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__] + ["-k", cases],
-        cwd=repo,
-        env={**os.environ, "ATEN_CPU_CAPABILITY": capability},
-        capture_output=True,
-        text=True,
+    run = run_python(
+        ["-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", repo, __file__, "-k", cases],
+        env={"ATEN_CPU_CAPABILITY": capability},
         timeout=600,
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     assert " passed" in run.stdout
+    # The cap took effect in the child (test_cpu_capability_follows_the_setting ran there).
+    assert f"capability {capability.upper()} in effect" in run.stdout, run.stdout[-4000:]
+
+
+@pytest.mark.skipif(
+    "ATEN_CPU_CAPABILITY" not in os.environ, reason="runs in test_cpu_paths_capped's child"
+)
+def test_cpu_capability_follows_the_setting(capsys):
+    """In test_cpu_paths_capped's child: ATen (and so our kernels' choice of
+    loop) runs at the capability the environment asks for."""
+    asked = os.environ["ATEN_CPU_CAPABILITY"].upper()
+    assert torch.backends.cpu.get_cpu_capability() == asked
+    with capsys.disabled():
+        print(f"capability {asked} in effect")

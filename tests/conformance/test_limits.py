@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import textwrap
 import threading
 
 import pytest
 import torch
+from child_process import start_python
 
 from .cases import PACKAGE, STABLE, devices, pkg, requires_cuda
 
@@ -139,8 +139,8 @@ _INTERRUPTED_CHILD = textwrap.dedent(
 
 
 def test_ctrl_c_during_a_long_cpu_op_leaves_the_process_usable():
-    child = subprocess.Popen(
-        [sys.executable, "-c", _INTERRUPTED_CHILD, PACKAGE],
+    child = start_python(
+        ["-c", _INTERRUPTED_CHILD, PACKAGE],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 import torch
+from child_process import run_python
 
 from extension_cpp.testing import FIXES, ConformanceFailure, run_all
 
@@ -150,14 +149,7 @@ def test_harness_catches_the_legacy_default_stream():
         print(json.dumps(found))
         """
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", child],
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = run_python(["-c", child], env={"PYTHONPATH": str(REPO)}, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     found = json.loads(proc.stdout.strip().splitlines()[-1])
     failures = {c: [ConformanceFailure(c, *f) for f in fs] for c, fs in found.items()}
@@ -186,13 +178,11 @@ def test_generated_pytest_tests_name_check_case_and_fix(tmp_path):
             """
         )
     )
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "extension_cpp.testing.pytest_plugin"]
+    proc = run_python(
+        ["-m", "pytest", "-p", "extension_cpp.testing.pytest_plugin"]
         + ["-p", "no:cacheprovider", "-rf", "--rootdir", str(tmp_path), str(module)],
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
+        env={"PYTHONPATH": str(REPO)},
         timeout=600,
     )
     out = proc.stdout
