@@ -70,7 +70,7 @@ def best_baseline(row: dict) -> float | None:
 
 
 # ---------------------------------------------------------------------------
-# Targets (issue 5). Each check: (description, applies(variant, n), ratio(row), minimum).
+# Targets. Each check: (description, applies(variant, n), ratio(row), minimum).
 # ---------------------------------------------------------------------------
 
 
