@@ -18,11 +18,11 @@ export PYTHONUNBUFFERED := 1
 # after a change to one, a cached graph still expects the old output strides
 # and fails on the new kernel. So each version of the op code (both builds'
 # and the harness zoo's, tests/harness_zoo) gets a cache of its own.
-OPS_HASH := $(shell cat extension_cpp/*.py stable/extension_cpp_stable/*.py csrc/*.h csrc/*.cpp csrc/*/* tests/harness_zoo/zoo* 2>/dev/null | sha1sum | cut -c1-12)
+OPS_HASH := $(shell cat extension_cpp/*.py stable/extension_cpp_stable/*.py csrc/*.h csrc/*.cpp csrc/*/* csrc/*/*/* tests/harness_zoo/zoo* 2>/dev/null | sha1sum | cut -c1-12)
 export TORCHINDUCTOR_CACHE_DIR ?= $(CURDIR)/build/inductor-$(OPS_HASH)
 
-.PHONY: setup build lint format test test-conformance tutorial wheel matrix bench docs docs-deps test-docs clean \
-	fuzz sanitize test-huge compute-sanitizer
+.PHONY: setup build build-simple lint format test test-conformance test-simple tutorial wheel matrix \
+	bench docs docs-deps test-docs clean fuzz sanitize test-huge compute-sanitizer
 
 setup: $(STAMP)
 
@@ -43,16 +43,39 @@ build: setup
 		$(PY) -m pip install --no-build-isolation --no-deps -e stable/ -q
 	$(PY) -c "import extension_cpp_stable, torch; print('extension_cpp_stable loaded; CUDA kernels:', torch._C._dispatch_has_kernel_for_dispatch_key('extension_cpp_stable::mymul', 'CUDA'))"
 
+# The simple kernels alone (EXTENSION_CPP_KERNELS=simple: csrc/cpu/ and
+# csrc/cuda/ without csrc/fast/), the code people read and copy, installed
+# into build/simple-install beside the editable fast build; test-simple runs
+# the conformance suite on it, so it can never rot.
+SIMPLE := build/simple-install
+build-simple: setup
+	@echo "==> building extension_cpp with the simple kernels into $(SIMPLE)"
+	EXTENSION_CPP_KERNELS=simple TORCH_CUDA_ARCH_LIST="$(TEST_CUDA_ARCHS)" MAX_JOBS=$${MAX_JOBS:-2} \
+		$(PY) -m pip install --no-build-isolation --no-deps --upgrade -q --target $(SIMPLE) .
+
+# The conformance suite from inside $(SIMPLE), so that `import extension_cpp`
+# finds that build before the source tree's; not the tests that build
+# something else (wheels, the tutorial, AOTInductor's C++ runner).
+C := $(CURDIR)/tests/conformance
+define test_simple
+	cd $(SIMPLE) && EXTENSION_CPP_EXPECT_KERNELS=simple $(CURDIR)/$(PY) -m pytest $(C) \
+		--rootdir $(CURDIR) -c $(CURDIR)/pyproject.toml -p no:cacheprovider \
+		--ignore-glob='$(C)/test_wheel*.py' --ignore-glob='$(C)/test_tutorial*.py' \
+		--ignore=$(C)/test_aoti.py $(1)
+endef
+test-simple: build-simple
+	$(call test_simple)
+
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/clang-format --dry-run -Werror $$(git ls-files 'csrc/*.cpp' 'csrc/*.h' 'csrc/*.cu' 'tutorial/*.cpp' 'tutorial/*.cu' 'examples/*.cpp' 'tests/*.cpp' 'tests/*.cu' 'scripts/*.cpp' 'scripts/*.cu')
+	$(VENV)/bin/clang-format --dry-run -Werror $$(git ls-files 'csrc/*.cpp' 'csrc/*.h' 'csrc/*.cu' 'csrc/*.cuh' 'tutorial/*.cpp' 'tutorial/*.cu' 'examples/*.cpp' 'tests/*.cpp' 'tests/*.cu' 'scripts/*.cpp' 'scripts/*.cu')
 	$(VENV)/bin/actionlint
 
 format: setup
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
-	$(VENV)/bin/clang-format -i $$(git ls-files 'csrc/*.cpp' 'csrc/*.h' 'csrc/*.cu' 'tutorial/*.cpp' 'tutorial/*.cu' 'examples/*.cpp' 'tests/*.cpp' 'tests/*.cu' 'scripts/*.cpp' 'scripts/*.cu')
+	$(VENV)/bin/clang-format -i $$(git ls-files 'csrc/*.cpp' 'csrc/*.h' 'csrc/*.cu' 'csrc/*.cuh' 'tutorial/*.cpp' 'tutorial/*.cu' 'examples/*.cpp' 'tests/*.cpp' 'tests/*.cu' 'scripts/*.cpp' 'scripts/*.cu')
 
 # The conformance suite once per build: the classic package, then the
 # stable-ABI one (tests/conformance/cases.py, EXTENSION_CPP_BUILD).
@@ -87,10 +110,11 @@ compute-sanitizer: build
 # on the CPU) run here; a bare pytest skips them.
 # Each run's junit XML goes to build/results/ (docs/results/README.md says how
 # one becomes the conformance page).
-test: lint build docs-deps
+test: lint build build-simple docs-deps
 	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests --ignore=tests/docs -p docs.pytest_machine --junitxml=build/results/conformance.xml
 	EXTENSION_CPP_HUGE=1 EXTENSION_CPP_BUILD=stable $(PY) -m pytest tests/conformance -p docs.pytest_machine \
 		--junitxml=build/results/conformance-stable.xml
+	$(call test_simple)
 	$(build_docs)
 	$(PY) -m pytest tests/docs
 

@@ -7,8 +7,13 @@ Environment variables:
                         CUDA build and the CUDA toolkit is found, GPU or not.
                         1 forces them (an error if impossible), 0 leaves them out.
   TORCH_CUDA_ARCH_LIST  architectures to compile for. Default: the release list
-                        below. The test path sets 9.0 alone (H100/H200) to keep
-                        nvcc time down.
+                        below. make test sets 9.0 alone (Hopper) to keep nvcc
+                        time down.
+  EXTENSION_CPP_KERNELS fast (default): the plain kernels plus the tuned loops
+                        of csrc/fast/, which take every layout they can run
+                        faster. simple: the plain kernels alone (csrc/cpu/,
+                        csrc/cuda/), the code to read and copy; make test runs
+                        the conformance suite on this build too.
   EXTENSION_CPP_SANITIZE  a -fsanitize= list for the C++ files, e.g.
                         address,undefined (scripts/sanitize.sh, `make sanitize`);
                         never for a release build.
@@ -49,6 +54,18 @@ def use_cuda() -> bool:
     return possible
 
 
+def fast_kernels() -> bool:
+    setting = os.environ.get("EXTENSION_CPP_KERNELS", "fast").strip().lower()
+    if setting not in ("fast", "simple"):
+        sys.exit(f"EXTENSION_CPP_KERNELS must be fast or simple, got {setting!r}")
+    return setting == "fast"
+
+
+def kernel_macros() -> list[str]:
+    """The -D flag that picks the kernels, for the C++ and CUDA compilers alike."""
+    return [f"-DEXTENSION_CPP_FAST_KERNELS={int(fast_kernels())}"]
+
+
 def flags(openmp: bool) -> tuple[list[str], list[str]]:
     """(C++ compile flags, link flags).
 
@@ -60,22 +77,22 @@ def flags(openmp: bool) -> tuple[list[str], list[str]]:
     auditwheel repair --exclude libgomp.so.1). The stable build reaches the
     same thread pool through a C shim call instead and needs no OpenMP.
     """
-    cxx_flags = ["-O3"]
+    cxx_flags = ["-O3", *kernel_macros()]
     link_flags = []
     if openmp and sys.platform.startswith("linux"):
         cxx_flags.append("-fopenmp")
         link_flags.append("-fopenmp")
     if sys.platform.startswith("linux"):
-        # Keep whatever a static library brings into _C private to it. On our
-        # GPU machine the compiler in $CXX (a GCC 13.3 with libstdc++.a but no
-        # libstdc++.so) linked a static copy of libstdc++ into every extension,
-        # which exported it; the process then mixed that copy with the
-        # libstdc++.so.6 torch had loaded, and the first integer streamed into
-        # a message (TORCH_CHECK(cond, "got ", n)) crashed in a locale facet
-        # lookup. With the copy's symbols hidden, the extension uses one
-        # runtime throughout. Where libstdc++ is linked as a shared library, as
-        # on most machines, the flag changes nothing. scripts/ostream_probe.py
-        # shows it; docs/troubleshooting.md explains. Both builds need it.
+        # Keep whatever a static library brings into _C private to it. A
+        # compiler that links a static copy of libstdc++ into the extension
+        # (one with libstdc++.a but no libstdc++.so) would otherwise export
+        # it; the process then mixes that copy with the libstdc++.so.6 torch
+        # loaded, and the first integer streamed into a message
+        # (TORCH_CHECK(cond, "got ", n)) can crash in a locale facet lookup.
+        # With the copy's symbols hidden, the extension uses one runtime
+        # throughout; where libstdc++ is a shared library, as on most
+        # machines, the flag changes nothing. Both builds need it (Note
+        # [Static libstdc++]; scripts/ostream_probe.py shows it).
         link_flags.append("-Wl,--exclude-libs,ALL")
     # Recent torch defines Py_LIMITED_API itself for py_limited_api builds
     # (to 3.10); older releases leave it to us. csrc/python_module.cpp, the
@@ -95,7 +112,7 @@ def flags(openmp: bool) -> tuple[list[str], list[str]]:
 
 # nvcc's flags for either build; --expt-relaxed-constexpr lets device code
 # call constexpr host functions, as torch's own CUDA code does.
-NVCC_FLAGS = ["-O3", "--expt-relaxed-constexpr"]
+NVCC_FLAGS = ["-O3", "--expt-relaxed-constexpr", *kernel_macros()]
 
 
 def set_cuda_archs() -> None:

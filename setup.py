@@ -1,7 +1,7 @@
 """Build extension_cpp: one limited-API extension module, extension_cpp/_C.abi3.so.
 
 Environment variables: see build_options.py (EXTENSION_CPP_CUDA,
-TORCH_CUDA_ARCH_LIST, EXTENSION_CPP_SANITIZE).
+TORCH_CUDA_ARCH_LIST, EXTENSION_CPP_KERNELS, EXTENSION_CPP_SANITIZE).
 """
 
 import os
@@ -13,7 +13,7 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, ROOT)
 
 # build_options sets CUDA_HOME, so it comes before torch.utils.cpp_extension.
-from build_options import NVCC_FLAGS, flags, set_cuda_archs, use_cuda  # noqa: E402
+from build_options import NVCC_FLAGS, fast_kernels, flags, set_cuda_archs, use_cuda  # noqa: E402
 
 # isort: split
 
@@ -72,5 +72,10 @@ setup(
     install_requires=[torch_requirement()],
     python_requires=">=3.9",
     cmdclass={"build_ext": BuildExtension},
-    options={"bdist_wheel": {"py_limited_api": "cp39"}},
+    options={
+        "bdist_wheel": {"py_limited_api": "cp39"},
+        # Each kernel set compiles in a folder of its own, so switching between
+        # them rebuilds nothing that has not changed.
+        "build": {"build_base": "build" if fast_kernels() else os.path.join("build", "simple")},
+    },
 )

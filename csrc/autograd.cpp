@@ -1,217 +1,138 @@
-// Autograd kernels, in C++ on the Autograd dispatch key.
+// The Autograd kernels of the ops: the fast path for calls with nothing to
+// differentiate.
 //
-// The Python alternative (torch.library.register_autograd) runs a Python
-// function on every call, with or without grad, which costs several times
-// the op itself at small sizes. Here a call that needs no gradient goes
-// straight to the backend kernel.
+// The dispatcher runs these first for every call. A call that records no
+// gradient and carries no forward-mode tangent (inference, or inputs that do
+// not require grad) goes straight to the backend kernel below autograd,
+// without leaving C++. The derivatives are written once, in Python
+// (extension_cpp/ops.py), and reached through three private ops whose
+// kernels extension_cpp/_autograd.py registers:
+//   * a call that records a backward goes to _mymuladd_differentiable or
+//     _mymul_differentiable: the autograd.Function ops._Product;
+//   * a call with a tangent (torch.autograd.forward_ad, torch.func.jvp) runs
+//     on the primals here, and its output gets the tangent
+//     _product_tangent computes (ops.tangent).
+// torch.library.register_autograd would run Python on every call, with or
+// without grad; this runs it only when there is something to differentiate.
 //
-//   mymuladd: d/da = grad * b, d/db = grad * a, both through the mymul op.
-//   mymul:    the same formulas, so it is its own derivative's building block
-//             and second (and higher) derivatives work.
-//   myadd_out: like PyTorch's out= ops, not differentiable: an input that
-//             requires grad under grad mode is an error, not a silent detach.
-//
-// Forward mode (torch.autograd.forward_ad, torch.func.jvp / jacfwd) is handled
-// here too: the tangent of a * b (+ c) is ta * b + a * tb, again through mymul.
-// Without it, the redispatch below would drop the inputs' tangents and the
-// output would silently have none (a zero jvp).
-//
-// torch.func's reverse-mode transforms (grad, vjp, jacrev, hessian, vmap of
-// grad) cannot run a C++ torch::autograd::Function. extension_cpp/ops.py
-// routes those calls to a Python autograd.Function with the same formulas;
-// a call that reaches this kernel under such a transform anyway (through
-// torch.ops directly) gets an error that says where to go instead.
+// myadd_out, like PyTorch's out= ops, is not differentiable: an argument
+// that requires grad under grad mode, or has a tangent, is an error.
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/autograd/VariableTypeUtils.h>
-#include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
+
+#include "checks.h"
 
 namespace extension_cpp {
 namespace {
 
-using torch::autograd::AutogradContext;
-using torch::autograd::variable_list;
-
-// Typed handles of the ops, looked up once.
-const auto& mymul_op() {
-  static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("extension_cpp::mymul", "")
-                             .typed<at::Tensor(const at::Tensor&, const at::Tensor&)>();
-  return op;
+template <typename Signature>
+c10::TypedOperatorHandle<Signature> op(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Signature>();
 }
 
-const auto& mymuladd_op() {
-  static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("extension_cpp::mymuladd", "")
-                             .typed<at::Tensor(const at::Tensor&, const at::Tensor&, double)>();
-  return op;
+using Binary = at::Tensor(const at::Tensor&, const at::Tensor&);
+using BinaryWithScalar = at::Tensor(const at::Tensor&, const at::Tensor&, double);
+
+// Forward-mode AD keeps one tangent per tensor at level 0 (torch.func's jvp
+// maps its own levels onto it).
+bool has_tangent(const at::Tensor& t) { return t.defined() && t._fw_grad(/*level=*/0).defined(); }
+
+bool requires_grad(const at::Tensor& t) { return t.defined() && t.requires_grad(); }
+
+// Nothing to differentiate: no gradient to record, no tangent to carry. An
+// undefined argument (Python's None) goes on to the kernel below, which
+// names it in its error.
+bool nothing_to_differentiate(const at::Tensor& a, const at::Tensor& b) {
+  if (!a.defined() || !b.defined()) {
+    return true;
+  }
+  return !(at::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad())) &&
+         !has_tangent(a) && !has_tangent(b);
 }
 
-const auto& myadd_out_op() {
-  static const auto op =
-      c10::Dispatcher::singleton()
-          .findSchemaOrThrow("extension_cpp::myadd_out", "")
-          .typed<void(const at::Tensor&, const at::Tensor&, const at::Tensor&)>();
-  return op;
-}
-
-// Calls through the whole dispatcher: from backward, so that mymul's own
-// autograd records the graph for double backward.
-at::Tensor call_mymul(const at::Tensor& a, const at::Tensor& b) { return mymul_op().call(a, b); }
-
-// The keys below autograd (backend, or FakeTensor / functionalization above
-// it): the fast path from an Autograd kernel to the kernel it wraps.
+// The keys below autograd (the backend, or FakeTensor / functionalization
+// above it): where a call with nothing to differentiate goes.
 c10::DispatchKeySet below_autograd(c10::DispatchKeySet ks) {
   return ks & c10::after_autograd_keyset;
 }
 
-// An undefined argument (Python's None) needs no Function node: the kernel
-// below names it in its error (issue #13), eager and under FakeTensor alike.
-bool needs_grad(const char* op, const at::Tensor& a, const at::Tensor& b) {
-  if (!at::GradMode::is_enabled() || !a.defined() || !b.defined() ||
-      !(a.requires_grad() || b.requires_grad())) {
-    return false;
-  }
-  // torch.func's grad-tracking transforms hand the kernel wrapped tensors.
-  const bool under_func_grad = a.key_set().has(c10::DispatchKey::FuncTorchGradWrapper) ||
-                               b.key_set().has(c10::DispatchKey::FuncTorchGradWrapper);
-  TORCH_CHECK(!under_func_grad, "torch.ops.extension_cpp.", op,
-              " was called under a torch.func transform that needs its gradient (grad, vjp, "
-              "jacrev, hessian or vmap of one of them); call extension_cpp.",
-              op, " instead, which supports every torch.func transform");
-  return true;
-}
-
-// Forward-mode AD keeps one tangent per tensor at level 0 (functorch's jvp
-// maps its own levels onto it).
-constexpr uint64_t kFwLevel = 0;
-
-bool has_tangent(const at::Tensor& t) { return t.defined() && t._fw_grad(kFwLevel).defined(); }
-
-// out = op(a, b) with dual inputs: computes op on the primals (so reverse
-// mode still records its graph) and attaches d(a * b) = ta * b + a * tb,
-// built from mymul, as the output's tangent.
+// primal(a, b) on the inputs' primals, its output carrying the tangent
+// _product_tangent gives for theirs. primal goes through autograd again, so a
+// gradient is still recorded where one is needed.
 template <typename Primal>
 at::Tensor with_tangent(const at::Tensor& a, const at::Tensor& b, Primal primal) {
-  const at::Tensor a_p = a._fw_primal(kFwLevel);
-  const at::Tensor b_p = b._fw_primal(kFwLevel);
-  const at::Tensor& ta = a._fw_grad(kFwLevel);
-  const at::Tensor& tb = b._fw_grad(kFwLevel);
+  static const auto tangent =
+      op<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
+                    const std::optional<at::Tensor>&)>("extension_cpp::_product_tangent");
+  const at::Tensor a_p = a._fw_primal(/*level=*/0), b_p = b._fw_primal(/*level=*/0);
+  const at::Tensor& ta = a._fw_grad(/*level=*/0);
+  const at::Tensor& tb = b._fw_grad(/*level=*/0);
   at::Tensor out = primal(a_p, b_p);
-  at::Tensor tangent;
-  if (ta.defined()) {
-    tangent = call_mymul(ta, b_p);
-  }
-  if (tb.defined()) {
-    at::Tensor term = call_mymul(a_p, tb);
-    tangent = tangent.defined() ? tangent.add(term) : term;
-  }
-  out._set_fw_grad(tangent, kFwLevel, /*is_inplace_op=*/false);
+  auto given = [](const at::Tensor& t) {
+    return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt;
+  };
+  out._set_fw_grad(tangent.call(a_p, b_p, given(ta), given(tb)), /*level=*/0,
+                   /*is_inplace_op=*/false);
   return out;
 }
 
-// Shared by both ops: out = a * b (+ c), so grad_a = grad * b, grad_b = grad * a.
-// Saves b only if a needs a gradient, and a only if b does.
-void save_factors(AutogradContext* ctx, const at::Tensor& a, const at::Tensor& b) {
-  ctx->save_for_backward(
-      {a.requires_grad() ? b : at::Tensor(), b.requires_grad() ? a : at::Tensor()});
-}
-
-variable_list product_backward(AutogradContext* ctx, const at::Tensor& grad) {
-  const variable_list saved = ctx->get_saved_variables();
-  const at::Tensor& b = saved[0];
-  const at::Tensor& a = saved[1];
-  at::Tensor grad_a, grad_b;
-  if (ctx->needs_input_grad(0)) {
-    grad_a = call_mymul(grad, b);
-  }
-  if (ctx->needs_input_grad(1)) {
-    grad_b = call_mymul(grad, a);
-  }
-  return {grad_a, grad_b};
-}
-
-struct MulAddFunction : public torch::autograd::Function<MulAddFunction> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& a, const at::Tensor& b,
-                            double c) {
-    save_factors(ctx, a, b);
-    const at::AutoDispatchBelowADInplaceOrView guard;
-    return mymuladd_op().call(a, b, c);
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    variable_list g = product_backward(ctx, grads[0]);
-    g.emplace_back();  // c is a float: no gradient
-    return g;
-  }
-};
-
-struct MulFunction : public torch::autograd::Function<MulFunction> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& a, const at::Tensor& b) {
-    save_factors(ctx, a, b);
-    const at::AutoDispatchBelowADInplaceOrView guard;
-    return mymul_op().call(a, b);
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return product_backward(ctx, grads[0]);
-  }
-};
-
-// With no gradient to record, each kernel redispatches straight to the keys
-// below autograd: no Function node, no second trip through the dispatcher.
 at::Tensor mymuladd_autograd(c10::DispatchKeySet ks, const at::Tensor& a, const at::Tensor& b,
                              double c) {
+  if (nothing_to_differentiate(a, b)) {
+    static const auto mymuladd = op<BinaryWithScalar>("extension_cpp::mymuladd");
+    const at::AutoDispatchBelowADInplaceOrView guard;
+    return mymuladd.redispatch(below_autograd(ks), a, b, c);
+  }
   if (has_tangent(a) || has_tangent(b)) {
     return with_tangent(a, b, [&](const at::Tensor& x, const at::Tensor& y) {
       return mymuladd_autograd(ks, x, y, c);
     });
   }
-  if (!needs_grad("mymuladd", a, b)) {
-    const at::AutoDispatchBelowADInplaceOrView guard;
-    return mymuladd_op().redispatch(below_autograd(ks), a, b, c);
-  }
-  return MulAddFunction::apply(a, b, c);
+  static const auto differentiable =
+      op<BinaryWithScalar>("extension_cpp::_mymuladd_differentiable");
+  return differentiable.call(a, b, c);
 }
 
 at::Tensor mymul_autograd(c10::DispatchKeySet ks, const at::Tensor& a, const at::Tensor& b) {
+  if (nothing_to_differentiate(a, b)) {
+    static const auto mymul = op<Binary>("extension_cpp::mymul");
+    const at::AutoDispatchBelowADInplaceOrView guard;
+    return mymul.redispatch(below_autograd(ks), a, b);
+  }
   if (has_tangent(a) || has_tangent(b)) {
     return with_tangent(
         a, b, [&](const at::Tensor& x, const at::Tensor& y) { return mymul_autograd(ks, x, y); });
   }
-  if (!needs_grad("mymul", a, b)) {
-    const at::AutoDispatchBelowADInplaceOrView guard;
-    return mymul_op().redispatch(below_autograd(ks), a, b);
-  }
-  return MulFunction::apply(a, b);
+  static const auto differentiable = op<Binary>("extension_cpp::_mymul_differentiable");
+  return differentiable.call(a, b);
 }
 
 void myadd_out_autograd(c10::DispatchKeySet ks, const at::Tensor& a, const at::Tensor& b,
                         const at::Tensor& out) {
   if (at::GradMode::is_enabled()) {
-    const char* culprit = a.requires_grad()     ? "a"
-                          : b.requires_grad()   ? "b"
-                          : out.requires_grad() ? "out"
-                                                : nullptr;
+    const char* culprit = requires_grad(a)     ? "a"
+                          : requires_grad(b)   ? "b"
+                          : requires_grad(out) ? "out"
+                                               : nullptr;
     TORCH_CHECK(culprit == nullptr,
-                "myadd_out: out= operations do not support automatic "
-                "differentiation, but ",
-                culprit,
-                " requires grad; use a + b, or call myadd_out "
-                "under torch.no_grad()");
+                checks::format("out_autograd", {{"op", "myadd_out"}, {"name", culprit}}));
   }
-  // Forward mode likewise: writing a tangent-free result into out would be a
-  // silently zero derivative.
+  // Forward mode likewise: a result written into out without a tangent
+  // would be a silently zero derivative.
   const char* dual = has_tangent(a)     ? "a"
                      : has_tangent(b)   ? "b"
                      : has_tangent(out) ? "out"
                                         : nullptr;
   TORCH_CHECK(dual == nullptr,
-              "myadd_out: out= operations do not support forward-mode automatic "
-              "differentiation (torch.func.jvp, torch.autograd.forward_ad), but ",
-              dual, " has a tangent; use a + b instead");
+              checks::format("out_forward_ad", {{"op", "myadd_out"}, {"name", dual}}));
   {
+    static const auto myadd_out = op<void(const at::Tensor&, const at::Tensor&, const at::Tensor&)>(
+        "extension_cpp::myadd_out");
     const at::AutoDispatchBelowADInplaceOrView guard;
-    myadd_out_op().redispatch(below_autograd(ks), a, b, out);
+    myadd_out.redispatch(below_autograd(ks), a, b, out);
   }
+  // out changed in place: autograd must notice if it was saved for a backward.
   torch::autograd::increment_version(out);
 }
 

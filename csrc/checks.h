@@ -1,27 +1,100 @@
-// The words of every input check, shared by both bindings.
+// The words of every error the ops raise, for every binding.
 //
-// The classic binding (csrc/ops.cpp) and the stable-ABI one
-// (csrc/stable/ops.cpp) test the same conditions on their own tensor types;
-// the tests that need no tensor type at all are here once, as are the
-// messages of the stable binding. extension_cpp/_checks.py repeats them word
-// for word for the fake kernels, so eager calls and torch.compile'd calls
-// fail alike.
-//
-// The classic binding streams these same words through TORCH_CHECK, as
-// PyTorch's own code does; the stable binding, whose errors are plain
-// std::runtime_error, builds them here. tests/conformance/test_errors.py runs
-// against both builds and holds them to one text.
+// Each message is written once, in kMessages below, with {named} fields.
+// The classic kernels raise them through TORCH_CHECK (csrc/ops.cpp), the
+// stable-ABI ones as std::runtime_error (csrc/stable/ops.cpp), and the fake
+// kernels in Python read the same table from the built library
+// (extension_cpp/_checks.py, through csrc/python_module.cpp), so an eager call
+// and a torch.compile'd call fail with the same words. Nothing here includes
+// ATen or c10, so every binding can include it.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
-#include "elementwise.h"
-
 namespace extension_cpp::checks {
+
+struct Message {
+  const char* key;
+  const char* text;  // {op}, {name}, ...: filled in by format() (or Python's str.format)
+};
+
+// In the order the kernels check.
+inline constexpr Message kMessages[] = {
+    {"none", "{op}: expected {name} to be a Tensor, got None"},
+    {"dtype",
+     "{op}: expected {name} to have a floating-point dtype (torch.float16, torch.bfloat16, "
+     "torch.float32 or torch.float64), got {dtype}"},
+    {"device", "{op}: expected {x} and {y} to be on the same device, got {x_got} and {y_got}"},
+    {"same_dtype", "{op}: expected {x} and {y} to have the same dtype, got {x_got} and {y_got}"},
+    {"shape", "{op}: expected {x} and {y} to have the same shape, got {x_got} and {y_got}"},
+    {"rank", "{op}: tensors with more than {max} dimensions are not supported, got {dim}"},
+    {"internal_overlap",
+     "{op}: expected out to have no internal overlap (each element its own memory location, "
+     "unlike an expanded tensor), got strides {strides} for shape {shape}"},
+    {"partial_overlap",
+     "{op}: out overlaps {name} in memory without being the same view of it; pass an out that "
+     "shares no memory with {name}, or {name} itself"},
+    {"unmergeable",
+     "{op}: tensors with more than {max} non-mergeable dimensions are not supported, got a tensor "
+     "of shape {shape} and strides {strides}"},
+    // Autograd (csrc/autograd.cpp, and the Python autograd kernels).
+    {"out_autograd",
+     "{op}: out= operations do not support automatic differentiation, but {name} requires grad; "
+     "use a + b, or call {op} under torch.no_grad()"},
+    {"out_forward_ad",
+     "{op}: out= operations do not support forward-mode automatic differentiation "
+     "(torch.func.jvp, torch.autograd.forward_ad), but {name} has a tangent; use a + b instead"},
+    {"raw_op_under_func_grad",
+     "torch.ops.{namespace}.{op} was called under a torch.func transform that needs its gradient "
+     "(grad, vjp, jacrev, hessian or vmap of one of them); call {namespace}.{op} instead, which "
+     "supports every torch.func transform"},
+    // The stable-ABI build's allocation (csrc/stable/ops.cpp), whose C shim
+    // reports only that it failed.
+    {"alloc_failed",
+     "{op}: could not allocate the output, {numel} elements of {dtype} on {device}; the stable "
+     "ABI's C shim passes on only that the allocation failed, and torch printed the reason to "
+     "stderr (on a full GPU: CUDA out of memory)"},
+    {"vmap_out",
+     "{op}: under torch.vmap, out must be batched like the inputs (it would receive every "
+     "sample's result); vmap over out too, or use a + b"},
+};
+
+using Fields = std::initializer_list<std::pair<std::string_view, std::string_view>>;
+
+// kMessages[key] with each {field} replaced by its value.
+inline std::string format(std::string_view key, Fields fields) {
+  const Message* message = std::find_if(std::begin(kMessages), std::end(kMessages),
+                                        [&](const Message& m) { return key == m.key; });
+  if (message == std::end(kMessages)) {
+    throw std::logic_error("extension_cpp: no message " + std::string(key) + " (a bug)");
+  }
+  std::string out;
+  for (const char* p = message->text; *p != '\0'; ++p) {
+    const char* close = *p == '{' ? std::strchr(p, '}') : nullptr;
+    if (close == nullptr) {
+      out += *p;
+      continue;
+    }
+    const std::string_view name(p + 1, close - p - 1);
+    const auto field =
+        std::find_if(fields.begin(), fields.end(), [&](const auto& f) { return f.first == name; });
+    if (field == fields.end()) {
+      throw std::logic_error("extension_cpp: message " + std::string(key) + " needs {" +
+                             std::string(name) + "} (a bug)");
+    }
+    out += field->second;
+    p = close;
+  }
+  return out;
+}
 
 // "[3, 4]", as Python prints list(t.shape).
 inline std::string list_str(const int64_t* values, int64_t n) {
@@ -56,54 +129,6 @@ inline bool provably_non_overlapping(int64_t ndim, const int64_t* sizes, const i
     reach += stride * (size - 1);
   }
   return true;
-}
-
-// The messages, in the order the bindings check. `dtype` and `device` are
-// as Python prints them ("torch.float32", "cuda:0").
-
-inline std::string none(const char* op, const char* name) {
-  return std::string(op) + ": expected " + name + " to be a Tensor, got None";
-}
-
-inline std::string not_floating(const char* op, const char* name, const std::string& dtype) {
-  return std::string(op) + ": expected " + name +
-         " to have a floating-point dtype (torch.float16, torch.bfloat16, torch.float32 or "
-         "torch.float64), got " +
-         dtype;
-}
-
-// what: "be on the same device", "have the same dtype", "have the same shape".
-inline std::string not_same(const char* op, const char* x_name, const char* y_name,
-                            const char* what, const std::string& x, const std::string& y) {
-  return std::string(op) + ": expected " + x_name + " and " + y_name + " to " + what + ", got " +
-         x + " and " + y;
-}
-
-inline std::string too_many_dims(const char* op, int64_t dim) {
-  return std::string(op) + ": tensors with more than " + std::to_string(kMaxInputDims) +
-         " dimensions are not supported, got " + std::to_string(dim);
-}
-
-inline std::string internal_overlap(const char* op, const std::string& strides,
-                                    const std::string& shape) {
-  return std::string(op) +
-         ": expected out to have no internal overlap (each element its own memory location, "
-         "unlike an expanded tensor), got strides " +
-         strides + " for shape " + shape;
-}
-
-inline std::string partial_overlap(const char* op, const char* name) {
-  return std::string(op) + ": out overlaps " + name +
-         " in memory without being the same view of it; pass an out that shares no memory "
-         "with " +
-         name + ", or " + name + " itself";
-}
-
-inline std::string unmergeable(const char* op, const std::string& shape,
-                               const std::string& strides) {
-  return std::string(op) + ": tensors with more than " + std::to_string(kMaxDims) +
-         " non-mergeable dimensions are not supported, got a tensor of shape " + shape +
-         " and strides " + strides;
 }
 
 }  // namespace extension_cpp::checks

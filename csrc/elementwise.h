@@ -1,25 +1,38 @@
-// The math shared by every op and every backend, independent of the binding.
+// The math of the ops, and the layouts the loops walk, for every backend and
+// binding.
 //
 // mymuladd, mymul and myadd_out are one pattern: out[i] = f(a[i], b[i]) over
-// tensors of one shape. This header holds the three functors and the strided
-// layout the CPU and CUDA loops walk. Nothing here includes ATen's Tensor: the
-// loops take raw pointers, sizes and strides, so a second binding (the LibTorch
-// stable ABI, a test harness) can reuse them unchanged.
+// tensors of one shape. This header holds the three functors f, the rule for
+// the output's strides, and the merged strided layout the CPU and CUDA loops
+// walk. Nothing here includes ATen's Tensor: the loops take raw pointers,
+// sizes and strides, so the stable-ABI binding runs them unchanged.
 #pragma once
 
 #ifdef TORCH_TARGET_VERSION  // the stable-ABI build (csrc/stable/): torch/headeronly only
 #include <torch/headeronly/macros/Macros.h>
+#include <torch/headeronly/util/BFloat16.h>
+#include <torch/headeronly/util/Half.h>
 #else
 #include <c10/macros/Macros.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
 #endif
 
 #include <cstdint>
+#include <type_traits>
 
 namespace extension_cpp {
 
+// The type the math runs in: float for float16 and bfloat16 storage, the
+// storage type otherwise (what at::opmath_type gives, without ATen).
+template <typename scalar_t>
+using opmath_t = std::conditional_t<std::is_same_v<scalar_t, c10::Half> ||
+                                        std::is_same_v<scalar_t, c10::BFloat16>,
+                                    float, scalar_t>;
+
 // ---------------------------------------------------------------------------
-// Functors. `T` is the math type: float for float16/bfloat16/float32 storage,
-// double for float64 (at::opmath_type). Values are converted on load/store.
+// Functors. `T` is the math type, opmath_t of the storage type: the loops
+// convert each value on load and round once on store.
 // ---------------------------------------------------------------------------
 
 template <typename T>
@@ -139,29 +152,6 @@ inline bool make_binary_layout(int ndim, const int64_t* sizes, const int64_t* co
     }
   }
   return true;
-}
-
-// A transposed input: the output's innermost dimension (dimension 0 of the
-// layout) is not the input's, whose stride-1 dimension is dimension 1
-// instead. Reading it in the output's order touches a new cache line (CPU)
-// or memory sector (GPU) for every element, so both backends read such an
-// input a tile at a time along its own rows, through a buffer (tiled_loop on
-// the CPU, tiled_kernel on CUDA). `t`: 1 for a, 2 for b.
-inline bool transposed_input(const BinaryLayout& l, int t) {
-  return l.ndim >= 2 && l.strides[t][0] != 0 && l.strides[t][0] != 1 && l.strides[t][1] == 1;
-}
-
-// The tiled loops take layouts whose output is dense along dimension 0, with
-// at least one transposed input and each other input dense or repeated
-// (stride 0) along it.
-inline bool use_tiles(const BinaryLayout& l) {
-  if (l.ndim < 2 || l.strides[0][0] != 1) {
-    return false;
-  }
-  auto ok = [&](int t) {
-    return transposed_input(l, t) || l.strides[t][0] == 0 || l.strides[t][0] == 1;
-  };
-  return ok(1) && ok(2) && (transposed_input(l, 1) || transposed_input(l, 2));
 }
 
 // ---------------------------------------------------------------------------

@@ -1,18 +1,16 @@
-// Schemas of the extension_cpp ops, and the checks every backend shares.
+// The extension_cpp ops: their schemas, and the checks every backend runs.
 //
-// The schemas are defined once here; csrc/cpu and csrc/cuda add kernels with
-// TORCH_LIBRARY_IMPL, csrc/autograd.cpp adds the Autograd kernels and
-// extension_cpp/ops.py the fake (meta) kernels. The error messages below are
-// mirrored word for word by extension_cpp/_checks.py, so eager calls and
-// torch.compile'd calls fail alike.
+// TORCH_LIBRARY defines each op once, here. The kernels are added elsewhere
+// with TORCH_LIBRARY_IMPL: csrc/cpu/ops_cpu.cpp (CPU), csrc/cuda/ops_cuda.cu
+// (CUDA), csrc/autograd.cpp (Autograd); extension_cpp/ops.py adds the fake
+// kernels, which check the same things with the same words (checks.h), and
+// the derivatives.
 #include "ops.h"
 
 #include <c10/core/ScalarType.h>
 #include <torch/library.h>
 
-#include <algorithm>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "checks.h"
@@ -20,9 +18,15 @@
 namespace extension_cpp {
 namespace {
 
+using checks::format;
+
 // "torch.float32", as Python prints the dtype.
 std::string dtype_name(at::ScalarType t) {
   return "torch." + std::string(c10::getDtypeNames(t).first);
+}
+
+std::string list_str(c10::IntArrayRef values) {
+  return checks::list_str(values.data(), static_cast<int64_t>(values.size()));
 }
 
 bool is_supported_dtype(at::ScalarType t) {
@@ -31,102 +35,96 @@ bool is_supported_dtype(at::ScalarType t) {
 
 void check_dtype(const char* op, const char* name, const at::Tensor& t) {
   // Python's None reaches a `Tensor` argument as an undefined tensor, which
-  // has no dtype to print (issue #13: it used to read "Unimplemented scalar type").
-  TORCH_CHECK(t.defined(), op, ": expected ", name, " to be a Tensor, got None");
-  TORCH_CHECK(is_supported_dtype(t.scalar_type()), op, ": expected ", name,
-              " to have a floating-point dtype (torch.float16, torch.bfloat16, torch.float32 or "
-              "torch.float64), got ",
-              dtype_name(t.scalar_type()));
+  // has no dtype to print.
+  TORCH_CHECK(t.defined(), format("none", {{"op", op}, {"name", name}}));
+  TORCH_CHECK(
+      is_supported_dtype(t.scalar_type()),
+      format("dtype", {{"op", op}, {"name", name}, {"dtype", dtype_name(t.scalar_type())}}));
 }
 
 // x and y must agree in device, dtype and shape, in that order.
-void check_same(const char* op, const char* x_name, const at::Tensor& x, const char* y_name,
-                const at::Tensor& y) {
-  TORCH_CHECK(x.device() == y.device(), op, ": expected ", x_name, " and ", y_name,
-              " to be on the same device, got ", x.device().str(), " and ", y.device().str());
-  TORCH_CHECK(x.scalar_type() == y.scalar_type(), op, ": expected ", x_name, " and ", y_name,
-              " to have the same dtype, got ", dtype_name(x.scalar_type()), " and ",
-              dtype_name(y.scalar_type()));
-  TORCH_CHECK(x.sizes() == y.sizes(), op, ": expected ", x_name, " and ", y_name,
-              " to have the same shape, got ", x.sizes(), " and ", y.sizes());
-}
-
-void check_rank(const char* op, const at::Tensor& a) {
-  TORCH_CHECK(a.dim() <= kMaxInputDims, op, ": tensors with more than ", kMaxInputDims,
-              " dimensions are not supported, got ", a.dim());
-}
-
-void check_inputs(const char* op, const at::Tensor& a, const at::Tensor& b) {
-  check_dtype(op, "a", a);
-  check_dtype(op, "b", b);
-  check_same(op, "a", a, "b", b);
-  check_rank(op, a);
+void check_same(const char* op, const char* x, const at::Tensor& xt, const char* y,
+                const at::Tensor& yt) {
+  TORCH_CHECK(xt.device() == yt.device(), format("device", {{"op", op},
+                                                            {"x", x},
+                                                            {"y", y},
+                                                            {"x_got", xt.device().str()},
+                                                            {"y_got", yt.device().str()}}));
+  TORCH_CHECK(xt.scalar_type() == yt.scalar_type(),
+              format("same_dtype", {{"op", op},
+                                    {"x", x},
+                                    {"y", y},
+                                    {"x_got", dtype_name(xt.scalar_type())},
+                                    {"y_got", dtype_name(yt.scalar_type())}}));
+  TORCH_CHECK(xt.sizes() == yt.sizes(), format("shape", {{"op", op},
+                                                         {"x", x},
+                                                         {"y", y},
+                                                         {"x_got", list_str(xt.sizes())},
+                                                         {"y_got", list_str(yt.sizes())}}));
 }
 
 // out may be exactly an input (same memory, same strides: every element is
-// read before it is written, by the same thread) or share no memory with it.
+// read before it is written) or share no memory with it.
 void check_no_partial_overlap(const char* op, const at::Tensor& out, const char* name,
                               const at::Tensor& input) {
   if (out.numel() == 0 || input.numel() == 0 || !out.storage().is_alias_of(input.storage())) {
     return;
   }
-  const bool same =
-      out.storage_offset() == input.storage_offset() && out.strides() == input.strides();
-  TORCH_CHECK(same, op, ": out overlaps ", name,
-              " in memory without being the same view of it; pass an out that shares no memory "
-              "with ",
-              name, ", or ", name, " itself");
-}
-
-BinaryLayout layout_of(const char* op, const at::Tensor& out, const at::Tensor& a,
-                       const at::Tensor& b) {
-  const int64_t* strides[3] = {out.strides().data(), a.strides().data(), b.strides().data()};
-  BinaryLayout layout;
-  TORCH_CHECK(make_binary_layout(static_cast<int>(a.dim()), a.sizes().data(), strides, &layout), op,
-              ": tensors with more than ", kMaxDims,
-              " non-mergeable dimensions are not supported, got a tensor of shape ", a.sizes(),
-              " and strides ", a.strides());
-  return layout;
+  TORCH_CHECK(out.storage_offset() == input.storage_offset() && out.strides() == input.strides(),
+              format("partial_overlap", {{"op", op}, {"name", name}}));
 }
 
 }  // namespace
 
-at::Tensor binary_functional(const char* op, const at::Tensor& a, const at::Tensor& b,
-                             BinaryOpKind kind, double c, BinaryLauncher launch, EmptyLike empty) {
-  check_inputs(op, a, b);
-  // The strides torch.mul(a, b) would have; the fake kernel in
-  // extension_cpp/ops.py returns exactly these.
-  int64_t strides[kMaxInputDims];
-  elementwise_output_strides(static_cast<int>(a.dim()), a.sizes().data(), a.strides().data(),
-                             b.strides().data(), strides);
-  at::Tensor out = empty(a, c10::IntArrayRef(strides, a.dim()));
-  if (out.numel() > 0) {
-    launch(out, a, b, kind, c, layout_of(op, out, a, b));
-  }
-  return out;
+void check_inputs(const char* op, const at::Tensor& a, const at::Tensor& b) {
+  check_dtype(op, "a", a);
+  check_dtype(op, "b", b);
+  check_same(op, "a", a, "b", b);
+  TORCH_CHECK(a.dim() <= kMaxInputDims, format("rank", {{"op", op},
+                                                        {"max", std::to_string(kMaxInputDims)},
+                                                        {"dim", std::to_string(a.dim())}}));
 }
 
-void binary_out(const char* op, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
-                BinaryOpKind kind, double c, BinaryLauncher launch) {
+void check_out(const char* op, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
   check_inputs(op, a, b);
   check_dtype(op, "out", out);
   check_same(op, "out", out, "a", a);
-  TORCH_CHECK(checks::provably_non_overlapping(out.dim(), out.sizes().data(), out.strides().data()),
-              op,
-              ": expected out to have no internal overlap (each element its own memory location, "
-              "unlike an expanded tensor), got strides ",
-              out.strides(), " for shape ", out.sizes());
+  TORCH_CHECK(
+      checks::provably_non_overlapping(out.dim(), out.sizes().data(), out.strides().data()),
+      format("internal_overlap",
+             {{"op", op}, {"strides", list_str(out.strides())}, {"shape", list_str(out.sizes())}}));
   check_no_partial_overlap(op, out, "a", a);
   check_no_partial_overlap(op, out, "b", b);
-  if (out.numel() > 0) {
-    launch(out, a, b, kind, c, layout_of(op, out, a, b));
-  }
+}
+
+std::vector<int64_t> output_strides(const at::Tensor& a, const at::Tensor& b) {
+  std::vector<int64_t> strides(a.dim());
+  elementwise_output_strides(static_cast<int>(a.dim()), a.sizes().data(), a.strides().data(),
+                             b.strides().data(), strides.data());
+  return strides;
+}
+
+BinaryLayout merged_layout(const char* op, const at::Tensor& out, const at::Tensor& a,
+                           const at::Tensor& b) {
+  const int64_t* strides[3] = {out.strides().data(), a.strides().data(), b.strides().data()};
+  BinaryLayout layout;
+  TORCH_CHECK(make_binary_layout(static_cast<int>(a.dim()), a.sizes().data(), strides, &layout),
+              format("unmergeable", {{"op", op},
+                                     {"max", std::to_string(kMaxDims)},
+                                     {"shape", list_str(a.sizes())},
+                                     {"strides", list_str(a.strides())}}));
+  return layout;
 }
 
 TORCH_LIBRARY(extension_cpp, m) {
   m.def("mymuladd(Tensor a, Tensor b, float c) -> Tensor", {at::Tag::pt2_compliant_tag});
   m.def("mymul(Tensor a, Tensor b) -> Tensor", {at::Tag::pt2_compliant_tag});
   m.def("myadd_out(Tensor a, Tensor b, Tensor(a!) out) -> ()", {at::Tag::pt2_compliant_tag});
+  // What the Autograd kernels (csrc/autograd.cpp) call when there is a
+  // derivative to take; extension_cpp/_autograd.py registers their kernels.
+  m.def("_mymuladd_differentiable(Tensor a, Tensor b, float c) -> Tensor");
+  m.def("_mymul_differentiable(Tensor a, Tensor b) -> Tensor");
+  m.def("_product_tangent(Tensor a, Tensor b, Tensor? ta, Tensor? tb) -> Tensor");
 }
 
 }  // namespace extension_cpp

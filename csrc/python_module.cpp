@@ -1,11 +1,15 @@
 // The Python module `extension_cpp._C` (and `extension_cpp_stable._C`, whose
 // build compiles this same file), built against the limited API.
 //
-// The module has no functions: importing it loads this shared library, whose
-// static initialisers run TORCH_LIBRARY / TORCH_LIBRARY_IMPL (or their
-// STABLE_ forms) and register the ops with the dispatcher. Everything is then
-// reached through torch.ops. With no pybind11 and only Py_LIMITED_API calls,
-// one `cp39-abi3` build loads on every CPython from 3.9 up.
+// Importing it loads this shared library, whose static initialisers run
+// TORCH_LIBRARY / TORCH_LIBRARY_IMPL (or their STABLE_ forms) and register
+// the ops with the dispatcher; everything is then reached through torch.ops.
+// The module itself holds two constants: MESSAGES, the words of every error
+// (checks.h), which the Python fake kernels raise in the same words, and
+// KERNELS, the kernel set this library was built with ("fast" or "simple",
+// EXTENSION_CPP_KERNELS in build_options.py). With no
+// pybind11 and only Py_LIMITED_API calls, one `cp39-abi3` build loads on
+// every CPython from 3.9 up.
 //
 // Pin the limited API to CPython 3.9 here, the one file that includes
 // Python.h: recent torch's BuildExtension defines 3.10 for py_limited_api
@@ -13,6 +17,37 @@
 #undef Py_LIMITED_API
 #define Py_LIMITED_API 0x03090000
 #include <Python.h>
+
+#include "checks.h"
+
+namespace {
+
+// build_options.py passes EXTENSION_CPP_FAST_KERNELS=1 or 0 to every file.
+#if EXTENSION_CPP_FAST_KERNELS
+constexpr const char* kKernels = "fast";
+#else
+constexpr const char* kKernels = "simple";
+#endif
+
+// {key: text} for every message in checks.h's kMessages.
+PyObject* messages() {
+  PyObject* dict = PyDict_New();
+  if (dict == nullptr) {
+    return nullptr;
+  }
+  for (const auto& message : extension_cpp::checks::kMessages) {
+    PyObject* text = PyUnicode_FromString(message.text);
+    const int failed = text == nullptr || PyDict_SetItemString(dict, message.key, text) != 0;
+    Py_XDECREF(text);
+    if (failed) {
+      Py_DECREF(dict);
+      return nullptr;
+    }
+  }
+  return dict;
+}
+
+}  // namespace
 
 extern "C" PyMODINIT_FUNC PyInit__C(void) {
   static PyModuleDef module = {
@@ -22,5 +57,19 @@ extern "C" PyMODINIT_FUNC PyInit__C(void) {
       -1,       // m_size: no per-module state
       nullptr,  // m_methods
   };
-  return PyModule_Create(&module);
+  PyObject* m = PyModule_Create(&module);
+  if (m == nullptr) {
+    return nullptr;
+  }
+  PyObject* words = messages();
+  if (words == nullptr || PyModule_AddObject(m, "MESSAGES", words) != 0) {
+    Py_XDECREF(words);
+    Py_DECREF(m);
+    return nullptr;
+  }
+  if (PyModule_AddStringConstant(m, "KERNELS", kKernels) != 0) {
+    Py_DECREF(m);
+    return nullptr;
+  }
+  return m;
 }

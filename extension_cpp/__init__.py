@@ -2,18 +2,23 @@
 
 Importing this package loads the compiled library ``extension_cpp._C``, which
 registers the ops ``torch.ops.extension_cpp.{mymuladd, mymul, myadd_out}``,
-and then the fake kernels in :mod:`extension_cpp.ops`. Use the functions in
-:mod:`extension_cpp.ops` (re-exported here) or the ``torch.ops`` entries.
+and then what Python adds to them: the fake kernels, derivatives and vmap
+rules (:mod:`extension_cpp.ops`), the Autocast kernels and the DTensor
+sharding rules. Use the functions in :mod:`extension_cpp.ops` (re-exported
+here) or the ``torch.ops`` entries.
 """
 
 from ._loading import load_library
 
 load_library()
 
-from . import ops  # noqa: E402  (the fake kernels need the library loaded first)
+# The registrations need the library loaded first.
+from . import _autocast, _autograd, ops  # noqa: E402
 from ._dtensor_hook import register_when_dtensor_loads  # noqa: E402
 from .ops import myadd_out, mymul, mymuladd  # noqa: E402
 
+_autograd.register()
+_autocast.register()
 register_when_dtensor_loads()  # DTensor sharding rules, once DTensor is imported
 
 __all__ = ["ops", "mymuladd", "mymul", "myadd_out"]

@@ -1,52 +1,44 @@
-"""Input checks for the fake kernels, word for word those of csrc/ops.cpp.
+"""The kernels' input checks, for the fake kernels, in the kernels' words.
 
-The real kernels check their inputs in C++; under torch.compile and
-torch.export the fake kernels run instead, so they repeat the checks in the
-same order with the same messages. The conformance suite asserts that an
-eager call and a compiled call fail with the same words.
+The real kernels check their inputs in C++ (csrc/ops.cpp); under
+torch.compile and torch.export the fake kernels run instead, so they repeat
+the checks in the same order. The words are not repeated: every message is
+written once, in csrc/checks.h, and reaches Python as ``_C.MESSAGES``. The
+conformance suite asserts that an eager call and a compiled call fail alike.
 """
 
 import torch
 
+from ._C import MESSAGES
+
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
-def none_message(op: str, name: str) -> str:
-    return f"{op}: expected {name} to be a Tensor, got None"
+def message(key: str, **fields) -> str:
+    """csrc/checks.h's message ``key`` with its {fields} filled in."""
+    return MESSAGES[key].format(**fields)
 
 
 def check_dtype(op: str, name: str, t: torch.Tensor) -> None:
-    torch._check(t is not None, lambda: none_message(op, name))
+    torch._check(t is not None, lambda: message("none", op=op, name=name))
     torch._check(
-        t.dtype in SUPPORTED_DTYPES,
-        lambda: (
-            f"{op}: expected {name} to have a floating-point dtype (torch.float16, "
-            f"torch.bfloat16, torch.float32 or torch.float64), got {t.dtype}"
-        ),
+        t.dtype in SUPPORTED_DTYPES, lambda: message("dtype", op=op, name=name, dtype=t.dtype)
     )
 
 
 def check_same(op: str, x_name: str, x: torch.Tensor, y_name: str, y: torch.Tensor) -> None:
+    names = {"op": op, "x": x_name, "y": y_name}
     torch._check(
         x.device == y.device,
-        lambda: (
-            f"{op}: expected {x_name} and {y_name} to be on the same device, "
-            f"got {x.device} and {y.device}"
-        ),
+        lambda: message("device", **names, x_got=x.device, y_got=y.device),
     )
     torch._check(
         x.dtype == y.dtype,
-        lambda: (
-            f"{op}: expected {x_name} and {y_name} to have the same dtype, "
-            f"got {x.dtype} and {y.dtype}"
-        ),
+        lambda: message("same_dtype", **names, x_got=x.dtype, y_got=y.dtype),
     )
     torch._check(
         x.shape == y.shape,
-        lambda: (
-            f"{op}: expected {x_name} and {y_name} to have the same shape, "
-            f"got {list(x.shape)} and {list(y.shape)}"
-        ),
+        lambda: message("shape", **names, x_got=list(x.shape), y_got=list(y.shape)),
     )
 
 
@@ -72,13 +64,7 @@ def _check_no_partial_overlap(op: str, out: torch.Tensor, name: str, t: torch.Te
     if out.numel() == 0 or t.numel() == 0 or not torch._C._is_alias_of(out, t):
         return
     same = out.storage_offset() == t.storage_offset() and out.stride() == t.stride()
-    torch._check(
-        same,
-        lambda: (
-            f"{op}: out overlaps {name} in memory without being the same view of it; "
-            f"pass an out that shares no memory with {name}, or {name} itself"
-        ),
-    )
+    torch._check(same, lambda: message("partial_overlap", op=op, name=name))
 
 
 def check_out(op: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
@@ -87,10 +73,8 @@ def check_out(op: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> N
     check_same(op, "out", out, "a", a)
     torch._check(
         _provably_non_overlapping(out),
-        lambda: (
-            f"{op}: expected out to have no internal overlap (each element its own memory "
-            f"location, unlike an expanded tensor), got strides {list(out.stride())} "
-            f"for shape {list(out.shape)}"
+        lambda: message(
+            "internal_overlap", op=op, strides=list(out.stride()), shape=list(out.shape)
         ),
     )
     _check_no_partial_overlap(op, out, "a", a)
@@ -120,31 +104,4 @@ def raise_if_none(op: str, **tensors) -> None:
     """
     for name, t in tensors.items():
         if t is None:
-            raise RuntimeError(none_message(op, name)) from None
-
-
-def out_refuses_autograd(op: str, culprit: str) -> str:
-    """csrc/autograd.cpp's error for an out= call that would need a gradient."""
-    return (
-        f"{op}: out= operations do not support automatic differentiation, but {culprit} "
-        f"requires grad; use a + b, or call {op} under torch.no_grad()"
-    )
-
-
-def out_refuses_forward_ad(op: str, culprit: str) -> str:
-    """csrc/autograd.cpp's error for an out= call on a dual tensor."""
-    return (
-        f"{op}: out= operations do not support forward-mode automatic differentiation "
-        f"(torch.func.jvp, torch.autograd.forward_ad), but {culprit} has a tangent; "
-        "use a + b instead"
-    )
-
-
-def raw_op_under_func_grad(namespace: str, op: str) -> str:
-    """csrc/autograd.cpp's error for torch.ops.<namespace>.<op> under a
-    torch.func reverse-mode transform, which only the public function supports."""
-    return (
-        f"torch.ops.{namespace}.{op} was called under a torch.func transform that needs its "
-        "gradient (grad, vjp, jacrev, hessian or vmap of one of them); call "
-        f"{namespace}.{op} instead, which supports every torch.func transform"
-    )
+            raise RuntimeError(message("none", op=op, name=name)) from None

@@ -1,8 +1,8 @@
 """Registers the DTensor sharding rules (_sharding.py) once DTensor is loaded.
 
-Importing torch.distributed.tensor costs about half a second (measured with
-``python -X importtime``, 0.47 s on a 2-core machine), so ``import
-extension_cpp`` does not import it. If a program has already imported it,
+Importing torch.distributed.tensor takes a noticeable part of a second
+(``python -X importtime`` shows it), so ``import extension_cpp`` does not
+import it. If a program has already imported it,
 the rules are registered at once; otherwise a one-shot import hook registers
 them right after the program imports it. Either way a DTensor never meets an
 op without its rules.

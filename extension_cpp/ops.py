@@ -1,11 +1,20 @@
-"""The public operators and their fake (meta) kernels.
+"""The public operators: their fake kernels, derivatives and batching rules.
 
 Each function calls its op through the dispatcher, so it works in eager mode,
 under autograd, torch.compile and torch.export alike. The kernels are in
-``csrc/`` (CPU, CUDA and C++ autograd); the fake kernels below tell the
-compiler what each op returns without running it, and must agree with the
-real kernels exactly: same shape, dtype, device and strides (those of
-``torch.mul(a, b)``), and the same errors for bad input.
+``csrc/`` (CPU, CUDA, and the Autograd fast path); what the ops need from
+Python is here, one section each:
+
+- the fake kernels tell the compiler what each op returns without running
+  it, and must agree with the real kernels exactly: same shape, dtype,
+  device and strides (those of ``torch.mul(a, b)``), and the same errors for
+  bad input (_checks.py);
+- the derivatives, written once in ``_Product``: backward, forward-mode jvp,
+  and every torch.func transform;
+- the batching rules for torch.vmap.
+
+The stable-ABI package (extension_cpp_stable, stable/) ships this same file
+for its own ops, which live in a namespace named after it.
 """
 
 from typing import Optional
@@ -17,22 +26,22 @@ from . import _checks
 
 __all__ = ["mymuladd", "mymul", "myadd_out"]
 
-# The op namespace: this package's name. The stable-ABI package
-# (extension_cpp_stable, stable/) ships this same file for its own ops.
+# The op namespace: this package's name.
 _NAMESPACE = __package__
 _ops = getattr(torch.ops, _NAMESPACE)
 
 # The ops' OpOverloads, looked up once: an attribute walk through torch.ops on
-# every call costs about 0.3 us, a fifth of a one-element call.
+# every call would be a measurable part of a small call (Note [Per-call cost]).
 _mymuladd = _ops.mymuladd.default
 _mymul = _ops.mymul.default
 _myadd_out = _ops.myadd_out.default
 
 
-# True inside torch.func.grad, vjp, jacrev, jacfwd, jvp, hessian or vmap. The
-# C++ autograd kernel (a torch::autograd::Function) cannot run under the
-# reverse-mode ones, so the public functions switch to _Product below there.
-# torch.autograd.Function.apply makes the same test.
+# True inside torch.func.grad, vjp, jacrev, jacfwd, jvp, hessian or vmap. A
+# torch.func transform can differentiate an autograd.Function applied from
+# Python, not one applied inside a dispatcher kernel, so there the public
+# functions apply _Product themselves. torch.autograd.Function.apply makes
+# the same test.
 _functorch_active = torch._C._are_functorch_transforms_active
 # Bound once: Dynamo reads it as the constant True while it traces (the
 # compiled graph needs no try/except around the op), and in eager mode it is
@@ -113,15 +122,22 @@ def myadd_out(a: Tensor, b: Tensor, out: Tensor) -> None:
         raise
 
 
-class _Product(torch.autograd.Function):
-    """mymul (``c is None``) and mymuladd for torch.func transforms.
+# Derivatives. d(a * b + c) = da * b + a * db, for mymuladd and mymul alike.
 
-    The same formulas as the C++ autograd kernel in csrc/autograd.cpp, as a
-    Python autograd.Function, which torch.func can transform: backward
-    ``grad * b``, ``grad * a`` and tangent ``ta * b + a * tb``, all through
-    :func:`mymul`, so every order of derivative runs our kernels. Under vmap
-    the forward is vmapped through the ops' batching rules (register_vmap
-    below), and so are backward and jvp.
+
+class _Product(torch.autograd.Function):
+    """mymul (``c is None``) and mymuladd, differentiable: the one place
+    their derivatives are written.
+
+    Backward ``grad * b``, ``grad * a`` and tangent ``ta * b + a * tb``, all
+    through :func:`mymul`, so every order of derivative runs our kernels.
+    Every call that records a backward runs it: the Autograd kernels hand
+    such calls to :func:`differentiable` (csrc/autograd.cpp; the stable
+    package's _autograd.py), and under torch.func the public functions apply
+    it directly. In forward mode the Autograd kernels attach :func:`tangent`,
+    the same formula as ``jvp`` below. Under vmap the forward is vmapped
+    through the ops' batching rules (register_vmap below), and so are
+    backward and jvp.
     """
 
     generate_vmap_rule = True
@@ -149,8 +165,41 @@ class _Product(torch.autograd.Function):
     @staticmethod
     def jvp(ctx, ta, tb, _):
         a, b = ctx.saved_tensors
-        terms = [mymul(t, x) for t, x in ((ta, b), (tb, a)) if t is not None]
-        return terms[0] if len(terms) == 1 else terms[0] + terms[1]
+        return _tangent(a, b, ta, tb, mymul)
+
+
+def _tangent(a: Tensor, b: Tensor, ta: Optional[Tensor], tb: Optional[Tensor], mul) -> Tensor:
+    """The tangent of a * b (+ c): ta * b + a * tb, either of ta, tb None."""
+    terms = [mul(t, x) for t, x in ((ta, b), (tb, a)) if t is not None]
+    return terms[0] if len(terms) == 1 else terms[0] + terms[1]
+
+
+_is_grad_tracking = torch._C._functorch.is_gradtrackingtensor
+
+
+def differentiable(op: str, a: Tensor, b: Tensor, c: Optional[float] = None) -> Tensor:
+    """``op`` (mymuladd or mymul) on a, b with its derivatives recorded.
+
+    What the Autograd kernels run for a call that has a gradient to record.
+    A raw ``torch.ops`` call under a torch.func
+    transform that needs its gradient cannot be differentiated from inside
+    the dispatcher; it is refused with the way out (the public function).
+    """
+    if any(_is_grad_tracking(t) and t.requires_grad for t in (a, b)):
+        raise RuntimeError(_checks.message("raw_op_under_func_grad", namespace=_NAMESPACE, op=op))
+    return _Product.apply(a, b, c)
+
+
+def tangent(a: Tensor, b: Tensor, ta: Optional[Tensor], tb: Optional[Tensor]) -> Tensor:
+    """The tangent of mymul(a, b) or mymuladd(a, b, c) for input tangents ta,
+    tb: what the Autograd kernels attach to the output in forward mode.
+
+    Through the raw op, not the public function: it runs inside a dispatcher
+    kernel, where an autograd.Function cannot be applied under torch.func,
+    and mymul's own Autograd kernel still differentiates it again for a
+    higher-order derivative.
+    """
+    return _tangent(a, b, ta, tb, _mymul)
 
 
 # Fake kernels: run by FakeTensor under torch.compile / torch.export instead of
@@ -202,13 +251,7 @@ def _mymul_vmap(info, in_dims, a: Tensor, b: Tensor):
 def _myadd_out_vmap(info, in_dims, a: Tensor, b: Tensor, out: Tensor):
     # Each sample writes its own slice of out, so out must carry the batch
     # dimension; an unbatched out would receive every sample's result at once.
-    torch._check(
-        in_dims[2] is not None,
-        lambda: (
-            "myadd_out: under torch.vmap, out must be batched like the inputs (it would "
-            "receive every sample's result); vmap over out too, or use a + b"
-        ),
-    )
+    torch._check(in_dims[2] is not None, lambda: _checks.message("vmap_out", op="myadd_out"))
     a, b, out = _batch_first(info, in_dims, a, b, out)
     _myadd_out(a, b, out)
     return None, None  # no output, so no output batch dimension

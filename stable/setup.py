@@ -2,7 +2,7 @@
 
 One limited-API module, extension_cpp_stable/_C.abi3.so, compiled from
 csrc/stable/ (the binding) and the classic build's kernels (csrc/cpu/,
-csrc/cuda/elementwise_cuda.cuh, csrc/elementwise.h), with
+csrc/cuda/, csrc/fast/, csrc/elementwise.h), with
 TORCH_TARGET_VERSION pinning torch 2.10 as the oldest release it loads on.
 The wheel is cp310-abi3 (torch 2.10 needs CPython 3.10) and requires
 torch>=2.10: build it once, against any torch from 2.10 on, and it runs on
@@ -10,8 +10,13 @@ every later release.
 
     pip install --no-build-isolation stable/      # or -e stable/ for development
 
-Environment variables: EXTENSION_CPP_CUDA, TORCH_CUDA_ARCH_LIST and
-EXTENSION_CPP_SANITIZE, as for the classic build (build_options.py).
+Its Python is the classic package's: SHARED_MODULES are copied from
+extension_cpp/ into extension_cpp_stable/ at every build (git ignores the
+copies), so there is one source to edit and nothing to keep in step by hand.
+
+Environment variables: EXTENSION_CPP_CUDA, TORCH_CUDA_ARCH_LIST,
+EXTENSION_CPP_KERNELS and EXTENSION_CPP_SANITIZE, as for the classic build
+(build_options.py).
 """
 
 import os
@@ -36,8 +41,25 @@ TORCH_TARGET_VERSION = "0x020A000000000000"
 OLDEST_TORCH = "2.10"
 
 
+# The classic package's modules that serve both packages: each reads its op
+# namespace from the package it is imported in.
+SHARED_MODULES = ["ops.py", "_checks.py", "_autocast.py", "_sharding.py", "_dtensor_hook.py"]
+
+
 def csrc(*parts: str) -> str:
     return os.path.join(ROOT, "csrc", *parts)
+
+
+def copy_shared_modules() -> None:
+    for name in SHARED_MODULES:
+        with open(os.path.join(ROOT, "extension_cpp", name)) as f:
+            text = f.read()
+        with open(os.path.join(HERE, "extension_cpp_stable", name), "w") as f:
+            f.write(f"# Copied from extension_cpp/{name} by stable/setup.py: edit that file.\n")
+            f.write(text)
+
+
+copy_shared_modules()
 
 
 def extension():
@@ -53,8 +75,8 @@ def extension():
             extra_link_args=link_flags,
             py_limited_api=True,
         )
-    # The classic build's CUDA kernels (csrc/cuda/elementwise_cuda.cuh) with
-    # a stable-ABI launcher. USE_CUDA makes the C shim declare its CUDA calls
+    # The classic build's CUDA kernels (csrc/cuda/elementwise_cuda.cuh and
+    # csrc/fast/cuda/) with a stable-ABI launcher. USE_CUDA makes the C shim declare its CUDA calls
     # (the current stream).
     set_cuda_archs()
     cxx_flags.append("-DUSE_CUDA")

@@ -10,12 +10,15 @@
 - A test that starts another Python (pytest, a script) does it through
   tests/child_process.py, which makes the child test the same package.
 - ``EXTENSION_CPP_BUILD=classic|stable`` picks the build tests/conformance
-  runs against (tests/conformance/cases.py); the header names it.
+  runs against (tests/conformance/cases.py); the header names it, and its
+  kernel set (fast or simple: ``EXTENSION_CPP_EXPECT_KERNELS`` makes a run
+  stop if it is not the one expected).
 - Hypothesis profiles: ``default`` (what ``make test`` runs) and ``fuzz``
   (``make fuzz``: many more examples). Both print the failing example and a
   blob to replay it with ``@reproduce_failure``.
 """
 
+import importlib
 import os
 import random
 
@@ -76,9 +79,27 @@ def _order_line(config) -> str:
     return f"test order: {order}"
 
 
+def _kernels() -> str:
+    """The kernel set the package under test was built with (fast or simple)."""
+    return importlib.import_module(f"{_HARNESS}._C").KERNELS
+
+
 def pytest_report_header(config):
     build = os.environ.get("EXTENSION_CPP_BUILD", "classic")
-    return [_order_line(config), f"build under test: {build} (EXTENSION_CPP_BUILD)"]
+    return [
+        _order_line(config),
+        f"build under test: {build} (EXTENSION_CPP_BUILD), {_kernels()} kernels",
+    ]
+
+
+def pytest_sessionstart(session):
+    # make test's run of the simple kernels says so, and stops if it got others.
+    expected = os.environ.get("EXTENSION_CPP_EXPECT_KERNELS")
+    if expected and _kernels() != expected:
+        raise pytest.UsageError(
+            f"{_HARNESS} under test has the {_kernels()} kernels, not the {expected} ones "
+            "(EXTENSION_CPP_EXPECT_KERNELS): check PYTHONPATH"
+        )
 
 
 def pytest_terminal_summary(terminalreporter, config):

@@ -1,28 +1,67 @@
-// CPU kernels of mymuladd, mymul and myadd_out.
+// The CPU kernels of mymuladd, mymul and myadd_out.
 //
-// All three are the loop in elementwise_cpu.h with a different functor; this
-// file only supplies the launcher and the allocator, and registers them.
-#include <ATen/EmptyTensor.h>
+// Each kernel checks its arguments (ops.h), makes or checks the output, and
+// runs elementwise_cpu (elementwise_cpu.h) with its op's functor
+// (elementwise.h) for the tensors' dtype. float16 and bfloat16 are computed
+// in float (opmath_t) and rounded once when stored.
+#include <ATen/Dispatch_v2.h>
+#include <ATen/ops/empty_strided.h>
+#include <torch/library.h>
 
 #include "../ops.h"
 #include "elementwise_cpu.h"
 
-namespace extension_cpp::cpu {
+namespace extension_cpp {
 namespace {
 
-void launch(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b, BinaryOpKind kind,
-            double c, const BinaryLayout& layout) {
-  dispatch_binary(out, a, b, kind, c, [&](auto* o, const auto* x, const auto* y, auto op) {
-    binary_kernel(o, x, y, layout, op);
-  });
+// a, b: same shape, dtype and device (checked). Returns a * b + c, laid out
+// as torch.mul(a, b).
+at::Tensor mymuladd_cpu(const at::Tensor& a, const at::Tensor& b, double c) {
+  check_inputs("mymuladd", a, b);
+  at::Tensor out = at::empty_strided(a.sizes(), output_strides(a, b), a.options());
+  const BinaryLayout layout = merged_layout("mymuladd", out, a, b);
+  AT_DISPATCH_V2(a.scalar_type(), "mymuladd_cpu", AT_WRAP([&] {
+                   using T = opmath_t<scalar_t>;
+                   cpu::elementwise_cpu(out.mutable_data_ptr<scalar_t>(),
+                                        a.const_data_ptr<scalar_t>(), b.const_data_ptr<scalar_t>(),
+                                        layout, MulAddOp<T>{static_cast<T>(c)});
+                 }),
+                 AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
+  return out;
 }
 
-at::Tensor empty(const at::Tensor& like, c10::IntArrayRef strides) {
-  return at::detail::empty_strided_cpu(like.sizes(), strides, like.scalar_type());
+at::Tensor mymul_cpu(const at::Tensor& a, const at::Tensor& b) {
+  check_inputs("mymul", a, b);
+  at::Tensor out = at::empty_strided(a.sizes(), output_strides(a, b), a.options());
+  const BinaryLayout layout = merged_layout("mymul", out, a, b);
+  AT_DISPATCH_V2(a.scalar_type(), "mymul_cpu", AT_WRAP([&] {
+                   cpu::elementwise_cpu(out.mutable_data_ptr<scalar_t>(),
+                                        a.const_data_ptr<scalar_t>(), b.const_data_ptr<scalar_t>(),
+                                        layout, MulOp<opmath_t<scalar_t>>{});
+                 }),
+                 AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
+  return out;
+}
+
+// out: same shape, dtype and device as a and b, any layout without internal
+// overlap; a or b itself, or sharing no memory with them.
+void myadd_out_cpu(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
+  check_out("myadd_out", a, b, out);
+  const BinaryLayout layout = merged_layout("myadd_out", out, a, b);
+  AT_DISPATCH_V2(a.scalar_type(), "myadd_out_cpu", AT_WRAP([&] {
+                   cpu::elementwise_cpu(out.mutable_data_ptr<scalar_t>(),
+                                        a.const_data_ptr<scalar_t>(), b.const_data_ptr<scalar_t>(),
+                                        layout, AddOp<opmath_t<scalar_t>>{});
+                 }),
+                 AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
 }
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(extension_cpp, CPU, m) { register_kernels<launch, empty>(m); }
+TORCH_LIBRARY_IMPL(extension_cpp, CPU, m) {
+  m.impl("mymuladd", &mymuladd_cpu);
+  m.impl("mymul", &mymul_cpu);
+  m.impl("myadd_out", &myadd_out_cpu);
+}
 
-}  // namespace extension_cpp::cpu
+}  // namespace extension_cpp

@@ -1,33 +1,70 @@
-// CUDA kernels of mymuladd, mymul and myadd_out: the classic binding.
+// The CUDA kernels of mymuladd, mymul and myadd_out.
 //
-// The kernels and the choice between them are in elementwise_cuda.cuh, which
-// the stable-ABI build compiles too; this file supplies the current stream and
-// the allocator, and registers them.
-#include <ATen/cuda/EmptyTensor.h>
+// The same three kernels as csrc/cpu/ops_cpu.cpp, launching elementwise_cuda
+// (elementwise_cuda.cuh) on the current stream of the inputs' device.
+#include <ATen/Dispatch_v2.h>
+#include <ATen/ops/empty_strided.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#include <torch/library.h>
 
 #include "../ops.h"
 #include "elementwise_cuda.cuh"
 
-namespace extension_cpp::cuda {
+namespace extension_cpp {
 namespace {
 
-void launch(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b, BinaryOpKind kind,
-            double c, const BinaryLayout& layout) {
+at::Tensor mymuladd_cuda(const at::Tensor& a, const at::Tensor& b, double c) {
+  check_inputs("mymuladd", a, b);
   const c10::cuda::CUDAGuard device_guard(a.device());
-  const c10::cuda::CUDAStream stream = c10::cuda::getCurrentCUDAStream();
-  dispatch_binary(out, a, b, kind, c, [&](auto* o, const auto* x, const auto* y, auto op) {
-    run(o, x, y, layout, op, stream.stream(), stream.device_index());
-  });
+  at::Tensor out = at::empty_strided(a.sizes(), output_strides(a, b), a.options());
+  const BinaryLayout layout = merged_layout("mymuladd", out, a, b);
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_V2(a.scalar_type(), "mymuladd_cuda", AT_WRAP([&] {
+                   using T = opmath_t<scalar_t>;
+                   cuda::elementwise_cuda(out.mutable_data_ptr<scalar_t>(),
+                                          a.const_data_ptr<scalar_t>(),
+                                          b.const_data_ptr<scalar_t>(), layout,
+                                          MulAddOp<T>{static_cast<T>(c)}, stream);
+                 }),
+                 AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
+  return out;
 }
 
-at::Tensor empty(const at::Tensor& like, c10::IntArrayRef strides) {
-  return at::detail::empty_strided_cuda(like.sizes(), strides, like.scalar_type(), like.device());
+at::Tensor mymul_cuda(const at::Tensor& a, const at::Tensor& b) {
+  check_inputs("mymul", a, b);
+  const c10::cuda::CUDAGuard device_guard(a.device());
+  at::Tensor out = at::empty_strided(a.sizes(), output_strides(a, b), a.options());
+  const BinaryLayout layout = merged_layout("mymul", out, a, b);
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_V2(a.scalar_type(), "mymul_cuda", AT_WRAP([&] {
+                   cuda::elementwise_cuda(
+                       out.mutable_data_ptr<scalar_t>(), a.const_data_ptr<scalar_t>(),
+                       b.const_data_ptr<scalar_t>(), layout, MulOp<opmath_t<scalar_t>>{}, stream);
+                 }),
+                 AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
+  return out;
+}
+
+void myadd_out_cuda(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
+  check_out("myadd_out", a, b, out);
+  const c10::cuda::CUDAGuard device_guard(a.device());
+  const BinaryLayout layout = merged_layout("myadd_out", out, a, b);
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_V2(a.scalar_type(), "myadd_out_cuda", AT_WRAP([&] {
+                   cuda::elementwise_cuda(
+                       out.mutable_data_ptr<scalar_t>(), a.const_data_ptr<scalar_t>(),
+                       b.const_data_ptr<scalar_t>(), layout, AddOp<opmath_t<scalar_t>>{}, stream);
+                 }),
+                 AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
 }
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(extension_cpp, CUDA, m) { register_kernels<launch, empty>(m); }
+TORCH_LIBRARY_IMPL(extension_cpp, CUDA, m) {
+  m.impl("mymuladd", &mymuladd_cuda);
+  m.impl("mymul", &mymul_cuda);
+  m.impl("myadd_out", &myadd_out_cuda);
+}
 
-}  // namespace extension_cpp::cuda
+}  // namespace extension_cpp

@@ -1,10 +1,9 @@
 // Schemas of the extension_cpp_stable ops, and the checks every backend of
-// the stable-ABI build shares.
+// the stable-ABI build runs.
 //
 // The same schemas and checks as csrc/ops.cpp, written against
-// torch::stable::Tensor. The words of each error are checks.h's, which the
-// classic build raises too and extension_cpp/_checks.py repeats for the fake
-// kernels. What differs is only how a fact about a tensor is read:
+// torch::stable::Tensor, in the same words (checks.h). What differs is only
+// how a fact about a tensor is read:
 //   * errors are std::runtime_error (torch turns them into RuntimeError with
 //     the same text) instead of TORCH_CHECK's c10::Error;
 //   * dtypes and devices are printed by this file, as c10's printers are not
@@ -99,6 +98,8 @@ std::string device_name(const Tensor& t) {
   return name;
 }
 
+using checks::format;
+
 std::string list_str(torch::headeronly::IntHeaderOnlyArrayRef values) {
   return checks::list_str(values.data(), static_cast<int64_t>(values.size()));
 }
@@ -110,34 +111,34 @@ bool is_supported_dtype(ScalarType t) {
 
 void check_dtype(const char* op, const char* name, const Tensor& t) {
   // Python's None reaches a `Tensor` argument as an undefined tensor.
-  require(t.defined(), [&] { return checks::none(op, name); });
+  require(t.defined(), [&] { return format("none", {{"op", op}, {"name", name}}); });
   const ScalarType dtype = t.scalar_type();
-  require(is_supported_dtype(dtype),
-          [&] { return checks::not_floating(op, name, dtype_name(dtype)); });
+  require(is_supported_dtype(dtype), [&] {
+    return format("dtype", {{"op", op}, {"name", name}, {"dtype", dtype_name(dtype)}});
+  });
 }
 
 // x and y must agree in device, dtype and shape, in that order.
-void check_same(const char* op, const char* x_name, const Tensor& x, const char* y_name,
-                const Tensor& y) {
-  require(x.device() == y.device(), [&] {
-    return checks::not_same(op, x_name, y_name, "be on the same device", device_name(x),
-                            device_name(y));
+void check_same(const char* op, const char* x, const Tensor& xt, const char* y, const Tensor& yt) {
+  require(xt.device() == yt.device(), [&] {
+    return format(
+        "device",
+        {{"op", op}, {"x", x}, {"y", y}, {"x_got", device_name(xt)}, {"y_got", device_name(yt)}});
   });
-  require(x.scalar_type() == y.scalar_type(), [&] {
-    return checks::not_same(op, x_name, y_name, "have the same dtype", dtype_name(x.scalar_type()),
-                            dtype_name(y.scalar_type()));
+  require(xt.scalar_type() == yt.scalar_type(), [&] {
+    return format("same_dtype", {{"op", op},
+                                 {"x", x},
+                                 {"y", y},
+                                 {"x_got", dtype_name(xt.scalar_type())},
+                                 {"y_got", dtype_name(yt.scalar_type())}});
   });
-  const auto xs = x.sizes(), ys = y.sizes();
-  require(xs.equals(ys), [&] {
-    return checks::not_same(op, x_name, y_name, "have the same shape", list_str(xs), list_str(ys));
+  require(xt.sizes().equals(yt.sizes()), [&] {
+    return format("shape", {{"op", op},
+                            {"x", x},
+                            {"y", y},
+                            {"x_got", list_str(xt.sizes())},
+                            {"y_got", list_str(yt.sizes())}});
   });
-}
-
-void check_inputs(const char* op, const Tensor& a, const Tensor& b) {
-  check_dtype(op, "a", a);
-  check_dtype(op, "b", b);
-  check_same(op, "a", a, "b", b);
-  require(a.dim() <= kMaxInputDims, [&] { return checks::too_many_dims(op, a.dim()); });
 }
 
 // The address where t's storage begins: two tensors share memory only if
@@ -148,7 +149,7 @@ const char* storage_base(const Tensor& t) {
 }
 
 // out may be exactly an input (same memory, same strides: every element is
-// read before it is written, by the same thread) or share no memory with it.
+// read before it is written) or share no memory with it.
 void check_no_partial_overlap(const char* op, const Tensor& out, const char* name,
                               const Tensor& input) {
   if (out.numel() == 0 || input.numel() == 0 || storage_base(out) != storage_base(input)) {
@@ -156,16 +157,50 @@ void check_no_partial_overlap(const char* op, const Tensor& out, const char* nam
   }
   const bool same =
       out.storage_offset() == input.storage_offset() && out.strides().equals(input.strides());
-  require(same, [&] { return checks::partial_overlap(op, name); });
+  require(same, [&] { return format("partial_overlap", {{"op", op}, {"name", name}}); });
 }
 
-BinaryLayout layout_of(const char* op, const Tensor& out, const Tensor& a, const Tensor& b) {
+}  // namespace
+
+void check_inputs(const char* op, const Tensor& a, const Tensor& b) {
+  check_dtype(op, "a", a);
+  check_dtype(op, "b", b);
+  check_same(op, "a", a, "b", b);
+  require(a.dim() <= kMaxInputDims, [&] {
+    return format(
+        "rank",
+        {{"op", op}, {"max", std::to_string(kMaxInputDims)}, {"dim", std::to_string(a.dim())}});
+  });
+}
+
+void check_out(const char* op, const Tensor& a, const Tensor& b, const Tensor& out) {
+  check_inputs(op, a, b);
+  check_dtype(op, "out", out);
+  check_same(op, "out", out, "a", a);
+  require(
+      checks::provably_non_overlapping(out.dim(), out.sizes().data(), out.strides().data()), [&] {
+        return format(
+            "internal_overlap",
+            {{"op", op}, {"strides", list_str(out.strides())}, {"shape", list_str(out.sizes())}});
+      });
+  check_no_partial_overlap(op, out, "a", a);
+  check_no_partial_overlap(op, out, "b", b);
+}
+
+BinaryLayout merged_layout(const char* op, const Tensor& out, const Tensor& a, const Tensor& b) {
   const int64_t* strides[3] = {out.strides().data(), a.strides().data(), b.strides().data()};
   BinaryLayout layout;
   const bool ok = make_binary_layout(static_cast<int>(a.dim()), a.sizes().data(), strides, &layout);
-  require(ok, [&] { return checks::unmergeable(op, list_str(a.sizes()), list_str(a.strides())); });
+  require(ok, [&] {
+    return format("unmergeable", {{"op", op},
+                                  {"max", std::to_string(kMaxDims)},
+                                  {"shape", list_str(a.sizes())},
+                                  {"strides", list_str(a.strides())}});
+  });
   return layout;
 }
+
+namespace {
 
 // A new tensor of like's sizes, dtype and device with the given strides,
 // straight from the C shim (no trip through the dispatcher). The shim turns
@@ -182,44 +217,22 @@ Tensor empty_strided_like(const char* op, const Tensor& like, const int64_t* str
   require(aoti_torch_empty_strided(like.dim(), like.sizes().data(), strides, dtype, device_type,
                                    device_index, &handle) == AOTI_TORCH_SUCCESS,
           [&] {
-            return std::string(op) + ": could not allocate the output, " +
-                   std::to_string(like.numel()) + " elements of " + dtype_name(like.scalar_type()) +
-                   " on " + device_name(like) +
-                   "; the stable ABI's C shim passes on only that the allocation failed, and "
-                   "torch printed the reason to stderr (on a full GPU: CUDA out of memory)";
+            return format("alloc_failed", {{"op", op},
+                                           {"numel", std::to_string(like.numel())},
+                                           {"dtype", dtype_name(like.scalar_type())},
+                                           {"device", device_name(like)}});
           });
   return Tensor(handle);
 }
 
 }  // namespace
 
-Tensor binary_functional(const char* op, const Tensor& a, const Tensor& b, BinaryOpKind kind,
-                         double c, BinaryLauncher launch) {
-  check_inputs(op, a, b);
+Tensor new_output(const char* op, const Tensor& a, const Tensor& b) {
   // The strides torch.mul(a, b) would have; the fake kernel returns exactly these.
   int64_t strides[kMaxInputDims];
   elementwise_output_strides(static_cast<int>(a.dim()), a.sizes().data(), a.strides().data(),
                              b.strides().data(), strides);
-  Tensor out = empty_strided_like(op, a, strides);
-  if (out.numel() > 0) {
-    launch(out, a, b, kind, c, layout_of(op, out, a, b));
-  }
-  return out;
-}
-
-void binary_out(const char* op, const Tensor& a, const Tensor& b, const Tensor& out,
-                BinaryOpKind kind, double c, BinaryLauncher launch) {
-  check_inputs(op, a, b);
-  check_dtype(op, "out", out);
-  check_same(op, "out", out, "a", a);
-  require(
-      checks::provably_non_overlapping(out.dim(), out.sizes().data(), out.strides().data()),
-      [&] { return checks::internal_overlap(op, list_str(out.strides()), list_str(out.sizes())); });
-  check_no_partial_overlap(op, out, "a", a);
-  check_no_partial_overlap(op, out, "b", b);
-  if (out.numel() > 0) {
-    launch(out, a, b, kind, c, layout_of(op, out, a, b));
-  }
+  return empty_strided_like(op, a, strides);
 }
 
 STABLE_TORCH_LIBRARY(extension_cpp_stable, m) {

@@ -7,14 +7,13 @@ schemas and kernels as the classic ``extension_cpp`` package, bound with
 2.10 on, so unlike the classic package there is no version to compare at
 import.
 
-The Python side is the classic package's own files (``ops.py``, ``_checks.py``,
-``_sharding.py``, ``_dtensor_hook.py`` are links to them), which read their op
-namespace from the package name. So is the conformance harness:
-``extension_cpp_stable.testing`` is ``extension_cpp.testing`` (links too), so a
-venv with this wheel alone, on any torch from 2.10, can run it on any op.
-What the classic package does in C++ with the dispatcher's C++ API, which the
-stable ABI does not offer, is registered from Python here: the Autograd
-kernels (``_autograd.py``) and the Autocast ones (``_autocast.py``).
+The Python side is the classic package's: stable/setup.py copies
+``ops.py``, ``_checks.py``, ``_autocast.py``, ``_sharding.py`` and
+``_dtensor_hook.py`` from ``extension_cpp/`` into this package when it builds
+(they read their op namespace from the package name), so the two packages
+cannot drift apart. What the classic package does in C++ with the
+dispatcher's C++ API, which the stable ABI does not offer, is registered from
+Python here: the Autograd kernels (``_autograd.py``).
 """
 
 import importlib
@@ -23,7 +22,8 @@ import torch  # noqa: F401  (loads libtorch, which _C links against)
 
 importlib.import_module("extension_cpp_stable._C")
 
-from . import _autocast, _autograd, ops  # noqa: E402  (the registrations need the library loaded first)
+# The registrations need the library loaded first.
+from . import _autocast, _autograd, ops  # noqa: E402
 from ._dtensor_hook import register_when_dtensor_loads  # noqa: E402
 from .ops import myadd_out, mymul, mymuladd  # noqa: E402
 

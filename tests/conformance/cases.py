@@ -74,58 +74,74 @@ def make_inputs(layout: str, dtype=torch.float32, device="cpu", requires_grad=Fa
 
 
 # ---------------------------------------------------------------------------
-# Ops under test, with their reference and how to call them.
+# The ops under test, each described once: every test module, and the
+# harness's OpSpecs below, take what they need from OPS.
 # ---------------------------------------------------------------------------
+
+C = 1.25  # mymuladd's c in every test
 
 
 @dataclasses.dataclass(frozen=True)
 class Op:
     name: str
-    call: Callable  # (a, b) -> Tensor, through the package's public functions
-    reference: Callable  # (a, b) -> Tensor, in PyTorch
-    args: Callable  # (a, b) -> tuple of arguments for the raw op
-    exact: bool  # result must equal PyTorch's bit for bit
+    # (a, b) -> the same value in torch ops: differentiable and autocast-aware,
+    # what the autodiff-mode, vmap and autocast tests compare against.
+    as_torch: Callable
+    args: tuple = ()  # the arguments after a and b (mymuladd's c)
+    out: bool = False  # an out= op: it writes its last argument
+    # The dtypes whose results equal reference() bit for bit; in the others
+    # the kernel rounds more than once (as eager PyTorch does) and a result is
+    # within the dtype's tolerance.
+    exact_dtypes: tuple = tuple(DTYPES)
+
+    @property
+    def function(self) -> Callable:
+        return getattr(pkg, self.name)
 
     @property
     def overload(self):
         return getattr(ops_ns, self.name).default
 
+    def raw_args(self, a, b) -> tuple:
+        """The arguments of the raw op (out= ops: a fresh contiguous out)."""
+        if self.out:
+            return (a, b, torch.empty(a.shape, dtype=a.dtype, device=a.device))
+        return (a, b, *self.args)
 
-C = 1.25
+    def call(self, a, b) -> torch.Tensor:
+        """The public function on (a, b); an out= op returns its out."""
+        args = self.raw_args(a, b)
+        result = self.function(*args)
+        return args[-1] if self.out else result
 
+    def raw(self, a, b) -> torch.Tensor:
+        """The raw op, torch.ops.<package>.<name>, on (a, b)."""
+        args = self.raw_args(a, b)
+        result = self.overload(*args)
+        return args[-1] if self.out else result
 
-def _myadd_out_call(a, b):
-    out = torch.empty(a.shape, dtype=a.dtype, device=a.device)
-    pkg.myadd_out(a, b, out)
-    return out
+    def reference(self, a, b) -> torch.Tensor:
+        """as_torch computed in float64 and rounded once to a's dtype, laid out
+        as torch.mul(a, b): the correctly rounded result."""
+        return torch.mul(a, b).copy_(self.as_torch(a.double(), b.double()))
+
+    def exact(self, dtype) -> bool:
+        return dtype in self.exact_dtypes
 
 
 OPS = {
+    # float16 and bfloat16 are computed in float32 and rounded once; float32
+    # rounds a * b and then + c, as eager a * b + c does (no FMA).
     "mymuladd": Op(
         "mymuladd",
-        call=lambda a, b: pkg.mymuladd(a, b, C),
-        # Rounded once from float64: ours rounds once from float, eager rounds twice.
-        reference=lambda a, b: (a.double() * b.double() + C).to(a.dtype),
-        args=lambda a, b: (a, b, C),
-        exact=False,
+        as_torch=lambda a, b: a * b + C,
+        args=(C,),
+        exact_dtypes=(torch.float16, torch.bfloat16, torch.float64),
     ),
-    "mymul": Op(
-        "mymul",
-        call=pkg.mymul,
-        reference=torch.mul,
-        args=lambda a, b: (a, b),
-        exact=True,
-    ),
-    "myadd_out": Op(
-        "myadd_out",
-        call=_myadd_out_call,
-        reference=torch.add,
-        args=lambda a, b: (a, b, torch.empty(a.shape, dtype=a.dtype, device=a.device)),
-        exact=True,
-    ),
+    "mymul": Op("mymul", as_torch=torch.mul),
+    "myadd_out": Op("myadd_out", as_torch=torch.add, out=True),
 }
-
-FUNCTIONAL_OPS = ["mymuladd", "mymul"]
+FUNCTIONAL = [name for name, op in OPS.items() if not op.out]
 
 
 def assert_values(out: torch.Tensor, expected: torch.Tensor, exact: bool) -> None:
@@ -136,39 +152,21 @@ def assert_values(out: torch.Tensor, expected: torch.Tensor, exact: bool) -> Non
 
 
 def assert_matches_reference(op: Op, out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
-    """out equals op's reference on (a, b): bit for bit where op.exact, else
-    within the dtype's tolerance."""
-    assert_values(out, op.reference(a, b), op.exact)
+    """out equals op's reference on (a, b): bit for bit where op is exact in
+    this dtype, else within the dtype's tolerance."""
+    assert_values(out, op.reference(a, b), op.exact(a.dtype))
 
 
-# The functional ops as functions of (a, b), beside the same expression in
-# plain torch ops (differentiable and autocast-aware, unlike Op.reference,
-# which rounds once from float64): what the autodiff-mode, vmap and autocast
-# tests compare against.
-OURS = {
-    "mymuladd": lambda a, b: pkg.mymuladd(a, b, C),
-    "mymul": pkg.mymul,
-}
-AS_TORCH = {
-    "mymuladd": lambda a, b: a * b + C,
-    "mymul": lambda a, b: a * b,
-}
+def _spec(op: Op):
+    """op as extension_cpp.testing sees it: what test_harness.py runs."""
+    return testing.OpSpec(
+        op.function,
+        reference=lambda a, b, *args: op.reference(a, b),
+        extra_args=op.args,
+        out=op.out,
+        exact=set(op.exact_dtypes) == set(DTYPES),
+        autodiff=() if op.out else tuple(testing.MODES),
+    )
 
 
-# Our ops as extension_cpp.testing sees them: what test_harness.py runs.
-SPECS = {
-    "mymuladd": testing.OpSpec(
-        pkg.mymuladd,
-        # Rounded once from float64, laid out as torch.mul(a, b).
-        reference=lambda a, b, c: torch.mul(a, b).copy_(a.double() * b.double() + c),
-        extra_args=(C,),
-        autodiff=tuple(testing.MODES),
-    ),
-    "mymul": testing.OpSpec(
-        pkg.mymul,
-        reference=torch.mul,
-        exact=True,
-        autodiff=tuple(testing.MODES),
-    ),
-    "myadd_out": testing.OpSpec(pkg.myadd_out, reference=torch.add, out=True, exact=True),
-}
+SPECS = {name: _spec(op) for name, op in OPS.items()}

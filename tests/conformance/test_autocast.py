@@ -1,7 +1,7 @@
 """torch.autocast: the ops run in the dtype torch.mul(a, b) would, never fail
 on the mixed dtypes autocast produces.
 
-Policy (csrc/autocast.cpp): both inputs are cast to the widest of their
+Policy (extension_cpp/_autocast.py): both inputs are cast to the widest of their
 floating dtypes, the dtype of ``a * b`` under autocast; myadd_out casts them
 to ``out``'s dtype. The result equals the same expression in torch ops under
 the same autocast, in value and dtype, eager and compiled, with gradients
@@ -11,7 +11,7 @@ flowing back to each input in its own dtype.
 import pytest
 import torch
 
-from .cases import AS_TORCH, OURS, TOLERANCES, devices, pkg
+from .cases import FUNCTIONAL, OPS, TOLERANCES, devices, pkg
 
 # device -> the autocast dtypes PyTorch offers there.
 AUTOCAST_DTYPES = {"cpu": [torch.bfloat16, torch.float16], "cuda": [torch.float16, torch.bfloat16]}
@@ -47,37 +47,37 @@ def _inputs(device, dtypes, requires_grad=False):
 
 @pytest.mark.parametrize("inputs", list(INPUT_DTYPES))
 @pytest.mark.parametrize(("device", "low"), _cases())
-@pytest.mark.parametrize("op_name", list(OURS))
+@pytest.mark.parametrize("op_name", FUNCTIONAL)
 def test_autocast_matches_torch(op_name, device, low, inputs):
     a, b = _inputs(device, INPUT_DTYPES[inputs](low))
     with torch.autocast(device, dtype=low):
-        got, want = OURS[op_name](a, b), AS_TORCH[op_name](a, b)
+        got, want = OPS[op_name].call(a, b), OPS[op_name].as_torch(a, b)
     assert got.dtype == want.dtype
     torch.testing.assert_close(got, want, **TOLERANCES[want.dtype])
 
 
 @pytest.mark.parametrize(("device", "low"), _cases())
-@pytest.mark.parametrize("op_name", list(OURS))
+@pytest.mark.parametrize("op_name", FUNCTIONAL)
 def test_autocast_gradients_reach_each_input_in_its_dtype(op_name, device, low):
     a, b = _inputs(device, (low, torch.float32), requires_grad=True)
     with torch.autocast(device, dtype=low):
-        OURS[op_name](a, b).sum().backward()
+        OPS[op_name].call(a, b).sum().backward()
     a2, b2 = (t.detach().clone().requires_grad_() for t in (a, b))
     with torch.autocast(device, dtype=low):
-        AS_TORCH[op_name](a2, b2).sum().backward()
+        OPS[op_name].as_torch(a2, b2).sum().backward()
     for got, want in ((a.grad, a2.grad), (b.grad, b2.grad)):
         assert got.dtype == want.dtype
         torch.testing.assert_close(got, want, **TOLERANCES[want.dtype])
 
 
 @pytest.mark.parametrize(("device", "low"), _cases())
-@pytest.mark.parametrize("op_name", list(OURS))
+@pytest.mark.parametrize("op_name", FUNCTIONAL)
 def test_autocast_under_compile(op_name, device, low):
     a, b = _inputs(device, (low, torch.float32))
 
     def f(a, b):
         with torch.autocast(device, dtype=low):
-            return OURS[op_name](a, b)
+            return OPS[op_name].call(a, b)
 
     torch._dynamo.reset()
     got = torch.compile(f, fullgraph=True)(a, b)

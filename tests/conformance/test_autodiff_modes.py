@@ -16,15 +16,10 @@ import torch
 import torch.autograd.forward_ad as fwAD
 from torch import func
 
-from .cases import AS_TORCH, OURS, PACKAGE, STABLE, C, devices, ops_ns, pkg, testing
+from .cases import FUNCTIONAL, OPS, PACKAGE, STABLE, devices, pkg, testing
 from .test_autograd import RecordOps
 
 MODES = testing.MODES
-
-RAW = {
-    "mymuladd": lambda a, b: ops_ns.mymuladd(a, b, C),
-    "mymul": ops_ns.mymul,
-}
 
 
 def _run(mode, f, a, b, ta, tb):
@@ -55,25 +50,25 @@ def _check_mode(mode, ours, reference, device):
 
 @pytest.mark.parametrize("mode", RAW_MODES)
 @pytest.mark.parametrize("device", devices())
-@pytest.mark.parametrize("op_name", list(RAW))
+@pytest.mark.parametrize("op_name", FUNCTIONAL)
 def test_raw_op_mode_matches_torch(op_name, device, mode):
-    _check_mode(mode, RAW[op_name], AS_TORCH[op_name], device)
+    _check_mode(mode, OPS[op_name].raw, OPS[op_name].as_torch, device)
 
 
 @pytest.mark.parametrize("mode", ["grad", "vjp", "jacrev", "hessian", "vmap-grad"])
-@pytest.mark.parametrize("op_name", list(RAW))
+@pytest.mark.parametrize("op_name", FUNCTIONAL)
 def test_raw_op_under_func_grad_names_the_way_out(op_name, mode):
     with pytest.raises(RuntimeError, match=rf"torch.ops.{PACKAGE}.{op_name} was called under"):
-        _run(mode, RAW[op_name], *_inputs("cpu"))
+        _run(mode, OPS[op_name].raw, *_inputs("cpu"))
 
 
 @pytest.mark.parametrize("mode", ["jvp", "forward_ad", "grad", "vjp"])
-@pytest.mark.parametrize("op_name", list(OURS))
+@pytest.mark.parametrize("op_name", FUNCTIONAL)
 def test_derivatives_run_our_mymul(op_name, mode):
     """Tangents and cotangents are computed by extension_cpp::mymul, not aten.mul."""
     # A linear scalar for grad: sin's own backward would call aten.mul.
     a, b, ta, tb = _inputs("cpu")
-    f = OURS[op_name]
+    f = OPS[op_name].call
     with RecordOps() as rec:
         if mode == "grad":
             func.grad(lambda x: f(x, b).sum())(a)
@@ -130,7 +125,7 @@ COMPILED_MODES = ["jvp", "jvp-first-only", "jacfwd", "vmap"]
 @pytest.mark.filterwarnings("ignore:`torch._prims_common.check` is deprecated:FutureWarning")
 @pytest.mark.parametrize("mode", COMPILED_MODES)
 @pytest.mark.parametrize("device", devices())
-@pytest.mark.parametrize("op_name", list(OURS))
+@pytest.mark.parametrize("op_name", FUNCTIONAL)
 def test_compiled_mode_matches_torch(op_name, device, mode):
     if STABLE and mode != "vmap":
         # The stable build's Autograd kernel is Python (stable/extension_cpp_stable/
@@ -152,16 +147,16 @@ def test_compiled_mode_matches_torch(op_name, device, mode):
 
     a, b, ta, tb = _inputs(device)
     torch._dynamo.reset()
-    compiled = torch.compile(lambda *args: run(OURS[op_name], *args), fullgraph=True)
-    torch.testing.assert_close(compiled(a, b, ta, tb), run(AS_TORCH[op_name], a, b, ta, tb))
+    compiled = torch.compile(lambda *args: run(OPS[op_name].call, *args), fullgraph=True)
+    torch.testing.assert_close(compiled(a, b, ta, tb), run(OPS[op_name].as_torch, a, b, ta, tb))
 
 
-@pytest.mark.parametrize("op_name", list(OURS))
+@pytest.mark.parametrize("op_name", FUNCTIONAL)
 def test_compiled_func_grad_raises_instead_of_a_wrong_gradient(op_name):
     a, b, _, _ = _inputs("cpu")
     torch._dynamo.reset()
     compiled = torch.compile(
-        lambda a, b: _run("grad", OURS[op_name], a, b, None, None), fullgraph=True
+        lambda a, b: _run("grad", OPS[op_name].call, a, b, None, None), fullgraph=True
     )
     # Up to torch 2.14 Dynamo traces into the op, whose Autograd kernel names
     # the public function; torch 2.15's Dynamo refuses the autograd.Function

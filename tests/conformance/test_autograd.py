@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .cases import FUNCTIONAL_OPS, LAYOUTS, OPS, PACKAGE, C, devices, make_inputs, pkg
+from .cases import FUNCTIONAL, LAYOUTS, OPS, PACKAGE, C, devices, make_inputs, pkg
 
 # Layouts whose every element has its own memory (not expanded, not empty):
 # gradcheck's and a gradient's layouts.
@@ -25,7 +25,7 @@ def test_third_derivative(device):
 
 
 @pytest.mark.parametrize("device", devices())
-@pytest.mark.parametrize("op_name", FUNCTIONAL_OPS)
+@pytest.mark.parametrize("op_name", FUNCTIONAL)
 def test_backward_with_stride_zero_gradient(op_name, device):
     """out.sum().backward() sends an expanded (stride 0) gradient."""
     a, b = make_inputs("transposed", torch.float64, device, requires_grad=True)
@@ -35,7 +35,7 @@ def test_backward_with_stride_zero_gradient(op_name, device):
 
 
 @pytest.mark.parametrize("requires", ["a", "b", "both"])
-@pytest.mark.parametrize("op_name", FUNCTIONAL_OPS)
+@pytest.mark.parametrize("op_name", FUNCTIONAL)
 def test_gradient_only_for_inputs_that_need_it(op_name, requires):
     a, b = make_inputs("contiguous", torch.float64)
     a.requires_grad_(requires in ("a", "both"))
@@ -56,7 +56,7 @@ class RecordOps(TorchDispatchMode):
 
 
 @pytest.mark.parametrize("device", devices())
-@pytest.mark.parametrize("op_name", FUNCTIONAL_OPS)
+@pytest.mark.parametrize("op_name", FUNCTIONAL)
 def test_backward_dispatches_mymul(op_name, device):
     a, b = make_inputs("contiguous", torch.float32, device, requires_grad=True)
     out = OPS[op_name].call(a, b)
@@ -87,7 +87,7 @@ class CountSaved:
 
 
 @pytest.mark.parametrize(("requires", "saved"), [("a", 1), ("b", 1), ("both", 2), ("none", 0)])
-@pytest.mark.parametrize("op_name", FUNCTIONAL_OPS)
+@pytest.mark.parametrize("op_name", FUNCTIONAL)
 def test_saves_only_what_backward_needs(op_name, requires, saved):
     a, b = make_inputs("contiguous")
     a.requires_grad_(requires in ("a", "both"))
@@ -97,7 +97,7 @@ def test_saves_only_what_backward_needs(op_name, requires, saved):
     assert counter.count == saved
 
 
-@pytest.mark.parametrize("op_name", FUNCTIONAL_OPS)
+@pytest.mark.parametrize("op_name", FUNCTIONAL)
 def test_no_graph_under_no_grad(op_name):
     a, b = make_inputs("contiguous", requires_grad=True)
     with torch.no_grad():
@@ -132,7 +132,7 @@ def test_mymuladd_c_has_no_gradient():
 
 @pytest.mark.parametrize("layout", GRAD_LAYOUTS)
 @pytest.mark.parametrize("device", devices())
-@pytest.mark.parametrize("op_name", FUNCTIONAL_OPS)
+@pytest.mark.parametrize("op_name", FUNCTIONAL)
 def test_gradient_layouts_match_torch(op_name, device, layout):
     """Gradients follow the same layout rule as torch.mul's own backward."""
     a, b = make_inputs(layout, torch.float64, device, requires_grad=True)

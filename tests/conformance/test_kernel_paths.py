@@ -1,10 +1,13 @@
 """Every kernel path of both backends, at sizes that reach it.
 
-The conformance layouts in cases.py are small. The backends pick a loop by
-layout and size: on CUDA (csrc/cuda/ops_cuda.cu) the vectorised contiguous
-kernel, the row kernel (its vector and its coalesced scalar branch), the
-tiled kernel (one input staged or both) and the per-element strided kernel;
-on the CPU (csrc/cpu/elementwise_cpu.h) the dense, strided and tiled loops.
+The conformance layouts in cases.py are small. The fast kernels pick a loop
+by layout and size: on CUDA (csrc/fast/cuda/elementwise.cuh) the vectorised
+contiguous kernel, the row kernel (its vector and its coalesced scalar
+branch), the tiled kernel (one input staged or both), the 32-bit strided
+kernel and, past 2^31, the plain kernel; on the CPU
+(csrc/fast/cpu/elementwise.h) the dense run loop, the strided loop, the
+buffered tiles and the register transposes. The simple build runs the plain
+loops on every case.
 Each case below is built to land on one of them, with odd sizes so that
 partial vectors, row tails and partial tiles occur. Outputs are poisoned
 with NaN before the call (myadd_out's directly; the functional ops' by

@@ -56,12 +56,22 @@ def bash_blocks(readme: Path, section: str) -> str:
     return "".join(blocks)
 
 
+# Build outputs, never copied: what a fresh clone does not have.
+BUILD_OUTPUTS = shutil.ignore_patterns("build", ".build-cache", "__pycache__", "*.so", "*.egg-info")
+
+
 def tracked_copy(dest: Path) -> Path:
-    """The files git tracks under TUTORIAL, copied to dest/tutorial: a fresh clone's."""
-    names = subprocess.run(
-        ["git", "ls-files", "-z", "."], cwd=TUTORIAL, capture_output=True, text=True, check=True
-    ).stdout.split("\0")
-    for name in filter(None, names):
+    """The files git tracks under TUTORIAL, copied to dest/tutorial: a fresh
+    clone's. Outside a git checkout (a copy of the tree without .git), the
+    files under TUTORIAL less their build outputs."""
+    listing = subprocess.run(
+        ["git", "ls-files", "-z", "."], cwd=TUTORIAL, capture_output=True, text=True
+    )
+    names = [n for n in listing.stdout.split("\0") if n] if listing.returncode == 0 else []
+    if not names:
+        shutil.copytree(TUTORIAL, dest / "tutorial", ignore=BUILD_OUTPUTS)
+        return dest / "tutorial"
+    for name in names:
         target = dest / "tutorial" / name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(TUTORIAL / name, target)

@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch import func
 
-from .cases import OURS, devices, pkg
+from .cases import FUNCTIONAL, OPS, devices, pkg
 
 
 def _loop(f, a, b, in_dims, out_dim=0):
@@ -38,37 +38,37 @@ IN_DIMS = {
 
 @pytest.mark.parametrize("case", list(IN_DIMS))
 @pytest.mark.parametrize("device", devices())
-@pytest.mark.parametrize("op_name", list(OURS))
+@pytest.mark.parametrize("op_name", FUNCTIONAL)
 def test_vmap_matches_loop(op_name, device, case):
     a_shape, b_shape, in_dims = IN_DIMS[case]
     a, b = _randn(*a_shape, device=device), _randn(*b_shape, device=device)
-    f = OURS[op_name]
+    f = OPS[op_name].call
     torch.testing.assert_close(func.vmap(f, in_dims=in_dims)(a, b), _loop(f, a, b, in_dims))
 
 
 @pytest.mark.parametrize("out_dims", [0, 1, 2])
-@pytest.mark.parametrize("op_name", list(OURS))
+@pytest.mark.parametrize("op_name", FUNCTIONAL)
 def test_vmap_out_dims(op_name, out_dims):
     a, b = _randn(4, 3, 5, device="cpu"), _randn(4, 3, 5, device="cpu")
-    f = OURS[op_name]
+    f = OPS[op_name].call
     got = func.vmap(f, out_dims=out_dims)(a, b)
     torch.testing.assert_close(got, _loop(f, a, b, (0, 0), out_dims))
 
 
-@pytest.mark.parametrize("op_name", list(OURS))
+@pytest.mark.parametrize("op_name", FUNCTIONAL)
 def test_nested_vmap(op_name):
     a, b = _randn(2, 4, 3, device="cpu"), _randn(4, 3, device="cpu")
-    f = OURS[op_name]
+    f = OPS[op_name].call
     got = func.vmap(func.vmap(f, in_dims=(0, 0)), in_dims=(0, None))(a, b)
     want = torch.stack([_loop(f, a[i], b, (0, 0)) for i in range(2)])
     torch.testing.assert_close(got, want)
 
 
 @pytest.mark.parametrize("device", devices())
-@pytest.mark.parametrize("op_name", list(OURS))
+@pytest.mark.parametrize("op_name", FUNCTIONAL)
 def test_vmap_of_grad_is_per_sample_gradient(op_name, device):
     a, b = _randn(4, 3, device=device), _randn(4, 3, device=device)
-    f = OURS[op_name]
+    f = OPS[op_name].call
     per_sample = func.vmap(func.grad(lambda x, y: f(x, y).sin().sum()))(a, b)
     want = torch.stack(
         [torch.autograd.grad(f(x.requires_grad_(), y).sin().sum(), x)[0] for x, y in zip(a, b)]
@@ -77,10 +77,10 @@ def test_vmap_of_grad_is_per_sample_gradient(op_name, device):
 
 
 @pytest.mark.parametrize("device", devices())
-@pytest.mark.parametrize("op_name", list(OURS))
+@pytest.mark.parametrize("op_name", FUNCTIONAL)
 def test_vmap_under_compile(op_name, device):
     a, b = _randn(4, 3, 5, device=device), _randn(3, 5, device=device)
-    f = OURS[op_name]
+    f = OPS[op_name].call
     torch._dynamo.reset()
     compiled = torch.compile(func.vmap(f, in_dims=(0, None)), fullgraph=True)
     torch.testing.assert_close(compiled(a, b), _loop(f, a, b, (0, None)))

@@ -1,15 +1,15 @@
 """The CUDA kernels' memory instructions, read from the PTX: no GPU needed.
 
-A kernel can be right and still leave bandwidth on the table. Passing a
+A kernel can be right and still leave bandwidth on the table: passing a
 vector from global memory to the compute function by reference once made
 nvcc split each 16-byte load into eight 2-byte loads for float16 and
-bfloat16: 0.59x torch.mul at 2^22 elements on an H200, with every
-correctness test green. This compiles csrc/cuda/ops_cuda.cu (the kernels
-of csrc/cuda/elementwise_cuda.cuh, with the classic binding) to PTX for
-sm_90 with the CUDA toolkit that builds the extension (about 10 s) and
-checks that each vectorised contiguous kernel moves whole 16-byte vectors:
-one load per input and one store, besides the scalar tail. Skips where
-there is no nvcc or torch is a CPU-only build.
+bfloat16, at a large cost in speed and with every correctness test green
+(Note [CUDA block shape] on the Performance page). This compiles
+csrc/cuda/ops_cuda.cu with the fast kernels (csrc/fast/cuda/) to PTX for
+sm_90 with the CUDA toolkit that builds the extension, and checks that each
+vectorised contiguous kernel moves whole 16-byte vectors: one load per input
+and one store, besides the scalar tail. Skips where there is no nvcc or
+torch is a CPU-only build.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ def ptx(tmp_path_factory) -> str:
         pytest.skip("needs nvcc and a CUDA build of torch")
     out = tmp_path_factory.mktemp("ptx") / "ops_cuda.ptx"
     cmd = [nvcc, "-O3", "-std=c++20", "-arch=sm_90", "-ptx", *cpp_extension.COMMON_NVCC_FLAGS]
+    cmd += ["-DEXTENSION_CPP_FAST_KERNELS=1"]
     cmd += [f"-I{p}" for p in _torch_includes()]
     cmd += [os.path.join(ROOT, "csrc", "cuda", "ops_cuda.cu"), "-o", str(out)]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -58,7 +59,7 @@ def _contiguous_kernels(ptx: str) -> dict[str, tuple[int, str]]:
     kernels = {}
     # ".entry name(" for a kernel with internal linkage, ".visible .entry
     # name(" for one with external linkage (the kernels in
-    # csrc/cuda/elementwise_cuda.cuh, which both builds include).
+    # csrc/fast/cuda/vectorized.cuh, which both builds include).
     for entry in re.split(r"\n(?:\.visible\s+)?\.entry ", ptx)[1:]:
         name = entry.split("(", 1)[0]
         match = re.search(r"contiguous_kernelI.*?Li(\d+)E", name)

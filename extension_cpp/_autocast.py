@@ -1,15 +1,20 @@
-"""Autocast kernels of the stable-ABI ops, registered from Python.
+"""What the ops do inside torch.autocast: their Autocast kernels.
 
-The classic package's csrc/autocast.cpp, for a build whose C++ side may not
-use the dispatcher's C++ API: the same policy on the same dispatch keys
-(AutocastCPU, AutocastCUDA). The inputs meet at the dtype torch.mul(a, b)
-would return, the widest of their floating dtypes, and the op runs there;
-nothing is cast down. myadd_out's inputs are cast to out's dtype.
-Non-floating inputs pass unchanged, to get the kernels' usual error.
+Policy: the inputs meet at the dtype torch.mul(a, b) would return, the
+widest of their floating dtypes (autocast's "promote" rule), and the op runs
+there. So mymul(a, b) under autocast has the dtype and the value of a * b
+under autocast, whether a and b share a dtype or not: an autocast matmul's
+bfloat16 output times a float32 parameter runs in float32, as torch.mul
+would, instead of failing the kernels' same-dtype check. Nothing is cast
+down: like torch.mul, which autocast leaves alone, these ops are memory
+bound and gain nothing from a narrower type that costs accuracy. myadd_out
+writes into out's dtype, so its inputs are cast to that dtype. Non-floating
+inputs pass unchanged, to get the kernels' usual error.
 
 torch.library.register_autocast casts every input to one fixed dtype, which
-is not this policy, hence the kernels below. They run only inside
-torch.autocast: outside it the dispatcher skips the Autocast keys.
+is not this policy, hence the kernels below, on the AutocastCPU and
+AutocastCUDA keys. They cost nothing outside torch.autocast: the dispatcher
+skips the Autocast keys there.
 """
 
 import torch

@@ -1,0 +1,64 @@
+// The fast CUDA kernels, and the one place that picks among them.
+//
+// csrc/cuda/elementwise_cuda.cuh calls elementwise() below when the build has
+// the fast kernels (EXTENSION_CPP_KERNELS=fast, the default). The layout is
+// merged in the output's memory order first (csrc/elementwise.h), so inputs
+// that share the output's dense layout (contiguous, transposed,
+// channels_last, any permutation) are one dense run. Each path is its own
+// unit:
+//   * one aligned dense run: 16-byte vectors, vectorized.cuh;
+//   * an input transposed against the output: shared-memory tiles, tiles.cuh;
+//   * rows of at least half a block's chunk (slices, broadcasts, a
+//     misaligned start): rows.cuh;
+//   * shorter rows: 32-bit index math, strided32.cuh.
+// Past 2^31 elements or offsets it takes only dense runs, and leaves the rest
+// to the plain kernel.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "../../elementwise.h"
+#include "../layout.h"
+#include "rows.cuh"
+#include "strided32.cuh"
+#include "tiles.cuh"
+#include "vectorized.cuh"
+
+namespace extension_cpp::fast::cuda {
+
+// Launches out = op(a, b) over the layout on `stream`; returns false, having
+// launched nothing, where the plain kernel must run instead. The caller
+// checks the launch.
+template <typename scalar_t, typename Op>
+bool elementwise(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout& layout,
+                 Op op, cudaStream_t stream) {
+  constexpr int kVec = 16 / sizeof(scalar_t);
+  const int64_t n = layout.numel;
+  const bool aligned = aligned_to(out, 16) && aligned_to(a, 16) && aligned_to(b, 16);
+  if (layout.contiguous() && aligned) {
+    contiguous_kernel<scalar_t, kVec>
+        <<<blocks_for(n / kVec, kMaxBlocks), kThreads, 0, stream>>>(out, a, b, n, op);
+  } else if (use_tiles(layout)) {
+    launch_tiled(out, a, b, layout, op, stream);
+  } else if (fits_32_bits(layout)) {  // a misaligned dense run comes here too
+    // Rows of half a chunk and more take the row path; with shorter ones
+    // most threads of a block would idle.
+    if (layout.ndim >= 1 && layout.sizes[0] >= kThreads * kVec / 2) {
+      launch_rows<scalar_t, kVec>(out, a, b, layout, op, stream);
+    } else {
+      const int64_t blocks = (n + kThreads * kWork - 1) / (kThreads * kWork);
+      strided32_kernel<<<blocks, kThreads, 0, stream>>>(out, a, b, to_32_bits(layout),
+                                                        static_cast<uint32_t>(n), op);
+    }
+  } else if (layout.contiguous()) {
+    contiguous_kernel<scalar_t, 1>
+        <<<blocks_for(n, kMaxBlocks), kThreads, 0, stream>>>(out, a, b, n, op);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace extension_cpp::fast::cuda

@@ -1,0 +1,81 @@
+// Contiguous tensors on CUDA: 16 bytes per load and store.
+//
+// When out, a and b are each one dense run, aligned to 16 bytes, every
+// thread moves one vector of 16 bytes per operand (Vec), as PyTorch's own
+// vectorised elementwise kernel does. One vector per thread and 256 threads
+// a block: the shape that led a sweep of eight (Note [CUDA block shape]).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "../../elementwise.h"
+
+namespace extension_cpp::fast::cuda {
+
+constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = int64_t{1} << 30;
+
+template <typename scalar_t, int kVec>
+struct alignas(sizeof(scalar_t) * kVec) Vec {
+  scalar_t v[kVec];
+};
+
+template <typename scalar_t, int kVec, typename Op>
+__device__ __forceinline__ Vec<scalar_t, kVec> apply(const Vec<scalar_t, kVec>& x,
+                                                     const Vec<scalar_t, kVec>& y, Op op) {
+  using T = opmath_t<scalar_t>;
+  Vec<scalar_t, kVec> r;
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) {
+    r.v[k] = static_cast<scalar_t>(op(static_cast<T>(x.v[k]), static_cast<T>(y.v[k])));
+  }
+  return r;
+}
+
+C10_HOST_DEVICE inline bool aligned_to(const void* p, int64_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
+
+// One block per kThreads items of work, at least one (block 0 of the
+// contiguous kernel also handles the remainder) and at most `cap`: the
+// kernels' grid-stride loops cover what lies beyond.
+inline int64_t blocks_for(int64_t work, int64_t cap) {
+  return std::max<int64_t>(1, std::min((work + kThreads - 1) / kThreads, cap));
+}
+
+// out, a, b: n dense elements each; when kVec > 1 all three are aligned to
+// kVec elements. out may be exactly a or b (each element is read, then
+// written, by the same thread), so the pointers are not __restrict__. The
+// grid-stride loop only runs more than once past kMaxBlocks * kThreads vectors.
+template <typename scalar_t, int kVec, typename Op>
+__global__ void contiguous_kernel(scalar_t* out, const scalar_t* a, const scalar_t* b, int64_t n,
+                                  Op op) {
+  using V = Vec<scalar_t, kVec>;
+  const V* va = reinterpret_cast<const V*>(a);
+  const V* vb = reinterpret_cast<const V*>(b);
+  V* vo = reinterpret_cast<V*>(out);
+  const int64_t nvec = n / kVec;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < nvec;
+       i += stride) {
+    // Copy each vector out of global memory whole: passing va[i] to apply()
+    // by reference let the compiler read it one element at a time (eight
+    // 2-byte loads instead of one 16-byte load for float16/bfloat16).
+    const V x = va[i];
+    const V y = vb[i];
+    vo[i] = apply<scalar_t, kVec>(x, y, op);
+  }
+  // The last n % kVec elements, one per thread of block 0.
+  if (kVec > 1 && blockIdx.x == 0) {
+    const int64_t t = nvec * kVec + threadIdx.x;
+    if (t < n) {
+      using T = opmath_t<scalar_t>;
+      out[t] = static_cast<scalar_t>(op(static_cast<T>(a[t]), static_cast<T>(b[t])));
+    }
+  }
+}
+
+}  // namespace extension_cpp::fast::cuda
