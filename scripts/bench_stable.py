@@ -69,8 +69,8 @@ def graphed(fn, pool, count: int = GRAPH_CALLS):
     Each call's output is dropped at once, so no memory of the graph
     outlives its capture, and the graphs of all candidates can share one
     memory pool: each writes its output to the same block, so that where the
-    output lands in the L2 cache is the same for every candidate (Note
-    [Shared graph pool], docs/performance.md)."""
+    output lands in the L2 cache is the same for every candidate
+    (Note [Shared graph pool], docs/performance.md)."""
     return perf_cases.captured(fn, count, pool).replay
 
 

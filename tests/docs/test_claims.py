@@ -198,6 +198,32 @@ def test_results_hold_no_raw_data():
 
 
 # --------------------------------------------------------------------------
+# Named notes: what the code cites by name exists on the Performance page
+
+
+def test_every_cited_note_exists():
+    tracked = subprocess.run(
+        ["git", "ls-files", "csrc", "extension_cpp", "stable", "scripts", "tests", "docs", "*.py"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    if not tracked:
+        pytest.skip("not a git checkout")
+    notes = set(re.findall(r"^### Note \[([^\]]+)\]$", _read(DOCS / "performance.md"), re.M))
+    cited = {}
+    for name in tracked:
+        path = REPO / name
+        if path.suffix in (".png", ".so") or not path.is_file():
+            continue
+        for note in re.findall(r"Note \[([^\]\n]+)\]", path.read_text(errors="replace")):
+            cited.setdefault(note, name)
+    missing = {note: where for note, where in cited.items() if note not in notes}
+    assert not missing, f"cited but not on the Performance page: {missing}"
+
+
+# --------------------------------------------------------------------------
 # Voice: user pages describe the code, not the sessions that wrote it
 
 LAB_NOTEBOOK = [
