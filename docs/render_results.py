@@ -175,14 +175,18 @@ SYMBOLS = {"pass": "✓", "fail": "✗", "skip": "–"}
 
 
 def render_tutorial_matrix(
-    report: dict, checks: list[tuple[str, str, str]], label_prefix: str = ""
+    report: dict,
+    checks: list[tuple[str, str, str]],
+    label_prefix: str = "",
+    describe_columns: bool = True,
 ) -> str:
     """The stage x check table of tutorial/walk.py's report: marks, errors in footnotes.
 
     checks: (key, column title, what it runs), tutorial/matrix.py's CHECKS. A
     cell is ✓, ✗ or – (skipped); each ✗ carries a footnote with the reason and
     the first line of the error the reader sees, one footnote per reason.
-    label_prefix starts every footnote label, so two tables can share a page.
+    label_prefix starts every footnote label, so two tables can share a page;
+    the second of them need not describe the columns again.
     """
     notes: dict[str, str] = {}  # reason -> footnote text
 
@@ -222,8 +226,11 @@ def render_tutorial_matrix(
         + (f"; {stamp_line(report['stamp'])}" if "stamp" in report else "")
         + ".",
         "",
-        "Columns: " + "; ".join(f"**{title}**: {what}" for _, title, what in checks) + ".",
-        "",
+        *(
+            ["Columns: " + "; ".join(f"**{title}**: {what}" for _, title, what in checks) + ".", ""]
+            if describe_columns
+            else []
+        ),
         *[notes[reason] + "\n" for reason in notes],
     ]
     return "\n".join(lines)

@@ -220,6 +220,59 @@ def compact_layouts(markdown: str) -> list[str]:
     return lines
 
 
+# A row of bench_ratios.py's whole-call table: | dtype | 2^N | us | three op cells | A/A |,
+# each op cell "ratio" or "ratio (ratio through torch.ops.aten)".
+_CALL_ROW = re.compile(r"^\| (\w+) \| 2\^(\d+) \| [\d.]+ \| (.+) \| ([\d.]+) \|$")
+
+
+def compact_ratios(markdown: str) -> list[str]:
+    """bench_ratios.py's tables with its whole-call sweeps folded to one row per
+    size: each dtype's three ops against the native op, and the A/A spread.
+    The one-element table and the verdicts stay as they are."""
+    out, rows, title = [], {}, None
+
+    def flush() -> None:
+        if not rows:
+            return
+        dtypes = list(dict.fromkeys(d for d, _ in rows))
+        sizes = sorted({n for _, n in rows}, key=int)
+        out.extend(
+            [
+                "Each cell: `mymuladd` / `mymul` / `myadd_out`, the native op's time "
+                "(`torch.addcmul`, `torch.mul`, `torch.add(out=)`) over ours; A/A: "
+                "`torch.mul` against itself, over the dtypes.",
+                "",
+                "| N | " + " | ".join(dtypes) + " | A/A |",
+                "| --- |" + " --- |" * (len(dtypes) + 1),
+            ]
+        )
+        for n in sizes:
+            cells = [rows[(d, n)][0] if (d, n) in rows else "" for d in dtypes]
+            spread = [rows[(d, n)][1] for d in dtypes if (d, n) in rows]
+            out.append(f"| 2^{n} | " + " | ".join(cells) + f" | {_spread(spread)} |")
+        out.append("")
+        rows.clear()
+
+    for line in markdown.splitlines():
+        m = _CALL_ROW.match(line)
+        if m:
+            dtype, n, cells, aa = m.groups()
+            ratios = [c.split(" ")[0] for c in cells.split(" | ")]
+            rows[(dtype, n)] = (" / ".join(ratios), float(aa))
+            continue
+        if line.startswith("## ") or line.startswith("Target "):
+            flush()
+        if rows or (title and (line.startswith("Batches of calls") or line.startswith("|"))):
+            continue  # the sweep's own legend and header, replaced above
+        if line.startswith("## Whole call"):
+            title = line
+        elif line.strip():
+            title = None
+        out.append(line)
+    flush()
+    return _body("\n".join(out))
+
+
 def _body(markdown: str) -> list[str]:
     """A part's tables without its own title line."""
     lines = markdown.strip().splitlines()
@@ -263,10 +316,16 @@ def page(kind_name: str, parts: dict[str, tuple[str, dict]]) -> str:
             "",
             f"{stamp_line(record)}; {record['machine']}, torch {record['torch']}.",
             "",
-            *(compact_layouts(markdown) if part == "layouts" else _body(markdown)),
+            *(
+                compact_layouts(markdown)
+                if part == "layouts"
+                else compact_ratios(markdown)
+                if part == "ratios"
+                else _body(markdown)
+            ),
             "",
         ]
-    return "\n".join(lines).rstrip() + "\n"
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).rstrip() + "\n"
 
 
 def assemble(kind_name: str, raw: str, out: str) -> str:

@@ -89,6 +89,32 @@ def test_page_is_stamped_and_headline_first(tmp_path):
     assert "| one transposed | 1.43 / 1.36 / 10.38 | 1.03 |" in page
 
 
+RATIOS = """# Interleaved ratios: Some CPU, 2 cores, torch 2.14.1, 2026-01-02
+
+## Whole call against the native op: cpu, 1 thread
+
+Batches of calls then one synchronisation, interleaved. Each cell is native time / our time.
+
+| dtype | N | `torch.mul` us | mymuladd | mymul | myadd_out | A/A |
+|---|---|---|---|---|---|---|
+| float32 | 2^0 | 1.15 | 0.72 (1.17) | 0.72 (1.23) | 0.87 (1.66) | 1.00 |
+| float32 | 2^16 | 9.63 | 0.93 (1.04) | 0.92 (1.03) | 0.95 (1.12) | 1.02 |
+| bfloat16 | 2^16 | 15.31 | 1.51 (1.58) | 1.32 (1.38) | 1.53 (1.69) | 0.97 |
+
+Target >= 1.0 for N >= 2^16: MISS. Worst ratio 0.92.
+"""
+
+
+def test_whole_call_tables_fold_to_one_row_per_size():
+    lines = bench.compact_ratios(RATIOS)
+    assert "| N | float32 | bfloat16 | A/A |" in lines
+    assert "| 2^0 | 0.72 / 0.72 / 0.87 |  | 1.00 |" in lines
+    assert "| 2^16 | 0.93 / 0.92 / 0.95 | 1.51 / 1.32 / 1.53 | 0.97-1.02 |" in lines
+    assert "### Whole call against the native op: cpu, 1 thread" in lines
+    assert not any(line.startswith("| float32") for line in lines)  # the long rows are gone
+    assert lines[-1].startswith("Target >= 1.0")  # the verdict stays, after the table
+
+
 def test_no_results_is_an_error(tmp_path):
     with pytest.raises(SystemExit, match="make bench"):
         bench.assemble("cpu-2cores", str(tmp_path), str(tmp_path / "out"))
