@@ -11,7 +11,6 @@
 #include <torch/library.h>
 
 #include <string>
-#include <vector>
 
 #include "checks.h"
 
@@ -97,8 +96,8 @@ void check_out(const char* op, const at::Tensor& a, const at::Tensor& b, const a
   check_no_partial_overlap(op, out, "b", b);
 }
 
-std::vector<int64_t> output_strides(const at::Tensor& a, const at::Tensor& b) {
-  std::vector<int64_t> strides(a.dim());
+at::DimVector output_strides(const at::Tensor& a, const at::Tensor& b) {
+  at::DimVector strides(a.dim());
   elementwise_output_strides(static_cast<int>(a.dim()), a.sizes().data(), a.strides().data(),
                              b.strides().data(), strides.data());
   return strides;

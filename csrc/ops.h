@@ -2,6 +2,7 @@
 // their arguments and the layout of what they write.
 #pragma once
 
+#include <ATen/core/DimVector.h>
 #include <ATen/core/Tensor.h>
 
 #include "elementwise.h"
@@ -17,7 +18,7 @@ void check_inputs(const char* op, const at::Tensor& a, const at::Tensor& b);
 void check_out(const char* op, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out);
 
 // The strides torch.mul(a, b) would give its result (elementwise.h's rule).
-std::vector<int64_t> output_strides(const at::Tensor& a, const at::Tensor& b);
+at::DimVector output_strides(const at::Tensor& a, const at::Tensor& b);
 
 // out, a and b as one strided layout, with neighbouring dimensions merged
 // where all three allow it (elementwise.h).

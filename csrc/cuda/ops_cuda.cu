@@ -3,7 +3,7 @@
 // The same three kernels as csrc/cpu/ops_cpu.cpp, launching elementwise_cuda
 // (elementwise_cuda.cuh) on the current stream of the inputs' device.
 #include <ATen/Dispatch_v2.h>
-#include <ATen/ops/empty_strided.h>
+#include <ATen/cuda/EmptyTensor.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
@@ -14,10 +14,17 @@
 namespace extension_cpp {
 namespace {
 
+// A new tensor for f(a, b) on a's device, laid out as torch.mul(a, b) would
+// be, straight from the CUDA allocator (as in ops_cpu.cpp).
+at::Tensor new_output(const at::Tensor& a, const at::Tensor& b) {
+  return at::detail::empty_strided_cuda(a.sizes(), output_strides(a, b), a.scalar_type(),
+                                        a.device());
+}
+
 at::Tensor mymuladd_cuda(const at::Tensor& a, const at::Tensor& b, double c) {
   check_inputs("mymuladd", a, b);
   const c10::cuda::CUDAGuard device_guard(a.device());
-  at::Tensor out = at::empty_strided(a.sizes(), output_strides(a, b), a.options());
+  at::Tensor out = new_output(a, b);
   const BinaryLayout layout = merged_layout("mymuladd", out, a, b);
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   AT_DISPATCH_V2(a.scalar_type(), "mymuladd_cuda", AT_WRAP([&] {
@@ -34,7 +41,7 @@ at::Tensor mymuladd_cuda(const at::Tensor& a, const at::Tensor& b, double c) {
 at::Tensor mymul_cuda(const at::Tensor& a, const at::Tensor& b) {
   check_inputs("mymul", a, b);
   const c10::cuda::CUDAGuard device_guard(a.device());
-  at::Tensor out = at::empty_strided(a.sizes(), output_strides(a, b), a.options());
+  at::Tensor out = new_output(a, b);
   const BinaryLayout layout = merged_layout("mymul", out, a, b);
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   AT_DISPATCH_V2(a.scalar_type(), "mymul_cuda", AT_WRAP([&] {
