@@ -43,11 +43,11 @@ def snapshot(root: str) -> dict[str, str]:
     return state
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("commands", nargs="+", help="shell commands, run in the repository root")
     parser.add_argument("--root", default=ROOT, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     before = snapshot(args.root)
     if before:
         print(f"note: {len(before)} path(s) already differ from HEAD; only new changes count")
