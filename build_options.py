@@ -118,3 +118,22 @@ NVCC_FLAGS = ["-O3", "--expt-relaxed-constexpr", *kernel_macros()]
 def set_cuda_archs() -> None:
     """The release architecture list, unless TORCH_CUDA_ARCH_LIST names others."""
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", RELEASE_CUDA_ARCHS)
+
+
+def build_ext(folder: str):
+    """torch's BuildExtension, keeping its object files in `folder` between builds.
+
+    setuptools compiles an editable install in a temporary folder, so every
+    `pip install -e .` (make build) would recompile everything. With one
+    folder per package and kernel set, ninja recompiles only what changed,
+    and a wheel built in the tree with the same settings (make test's
+    test_wheel.py) reuses the editable build's objects.
+    """
+    from torch.utils.cpp_extension import BuildExtension
+
+    class BuildExt(BuildExtension):
+        def finalize_options(self):
+            super().finalize_options()
+            self.build_temp = folder
+
+    return BuildExt

@@ -13,12 +13,21 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, ROOT)
 
 # build_options sets CUDA_HOME, so it comes before torch.utils.cpp_extension.
-from build_options import NVCC_FLAGS, fast_kernels, flags, set_cuda_archs, use_cuda  # noqa: E402
+from build_options import (  # noqa: E402
+    NVCC_FLAGS,
+    build_ext,
+    fast_kernels,
+    flags,
+    set_cuda_archs,
+    use_cuda,
+)
 
 # isort: split
 
 import torch  # noqa: E402
-from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension  # noqa: E402
+from torch.utils.cpp_extension import CppExtension, CUDAExtension  # noqa: E402
+
+KERNELS = "fast" if fast_kernels() else "simple"
 
 
 def sources(folder: str, suffix: str) -> list[str]:
@@ -71,11 +80,8 @@ setup(
     ext_modules=[extension()],
     install_requires=[torch_requirement()],
     python_requires=">=3.9",
-    cmdclass={"build_ext": BuildExtension},
-    options={
-        "bdist_wheel": {"py_limited_api": "cp39"},
-        # Each kernel set compiles in a folder of its own, so switching between
-        # them rebuilds nothing that has not changed.
-        "build": {"build_base": "build" if fast_kernels() else os.path.join("build", "simple")},
-    },
+    # Each kernel set compiles in a folder of its own, so switching between
+    # them rebuilds nothing that has not changed.
+    cmdclass={"build_ext": build_ext(os.path.join(ROOT, "build", f"temp-{KERNELS}"))},
+    options={"bdist_wheel": {"py_limited_api": "cp39"}},
 )

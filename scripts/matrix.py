@@ -148,6 +148,9 @@ def find_python(version: str) -> Path:
     raise SystemExit(f"no CPython {version}: looked in {PYENV} and on PATH")
 
 
+PURELIB = "import sysconfig; print(sysconfig.get_paths()['purelib'])"  # site-packages
+
+
 def ask(python: Path, code: str) -> str:
     """What `python -c code` prints, stripped."""
     out = subprocess.run([str(python), "-c", code], check=True, capture_output=True, text=True)
@@ -234,9 +237,16 @@ def pip_install(python: Path, torch_version: str, args: list) -> None:
 
 
 def build_wheel(
-    python: Path, out: Path, cuda: str, archs: str | None, build: str = "classic"
+    python: Path,
+    out: Path,
+    cuda: str,
+    archs: str | None,
+    build: str = "classic",
+    in_tree: bool = False,
 ) -> Path:
-    """Builds the wheel from a clean copy of the tree (no stale objects)."""
+    """Builds the wheel from a clean copy of the tree (no stale objects), or
+    in the tree itself (in_tree), where it reuses the object files of the
+    last build with the same settings (build_options.build_ext)."""
     out.mkdir(parents=True, exist_ok=True)
     files = subprocess.run(
         ["git", "ls-files", "-co", "--exclude-standard", "-z"],
@@ -246,8 +256,8 @@ def build_wheel(
         text=True,
     ).stdout.split("\0")
     with tempfile.TemporaryDirectory(prefix="extension_cpp-build-") as tmp:
-        src = Path(tmp) / "src"
-        for name in filter(None, files):
+        src = REPO if in_tree else Path(tmp) / "src"
+        for name in filter(None, [] if in_tree else files):
             if (REPO / name).is_file():
                 (src / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(REPO / name, src / name)
@@ -399,7 +409,7 @@ def cmd_build(args) -> dict:
         python = build_env(args.torch, args.build_python)
     else:
         python = Path(args.python or sys.executable)
-    wheel = build_wheel(python, Path(args.out), args.cuda, args.archs)
+    wheel = build_wheel(python, Path(args.out), args.cuda, args.archs, in_tree=args.in_tree)
     summary = audit(wheel)
     (Path(args.out) / "wheel.json").write_text(json.dumps(summary, indent=2) + "\n")
     log(f"{wheel} sha256={summary['sha256']}")
@@ -467,7 +477,14 @@ def check_one_python(
     order: str = "shuffled",
     seed: int | None = None,
     build: str = "classic",
+    shared_torch: bool = False,
+    select: str | None = None,
 ) -> dict:
+    """Installs the wheel into a fresh venv of `python` and runs tests/conformance
+    from it. shared_torch: the venv sees this interpreter's site-packages (torch
+    and the test requirements) instead of installing its own, a fast check of
+    the wheel itself for make test; make matrix installs everything afresh.
+    select: a pytest -k expression for a part of the suite."""
     result = {"python": python_version(python), "torch": torch_version, "wheel": wheel.name}
     result["test_order"] = order
     if order == "shuffled":
@@ -479,18 +496,26 @@ def check_one_python(
     log(f"CPython {result['python']}: torch {torch_version}, {wheel.name} ({got[:12]})")
 
     start = time.monotonic()
-    result.update(fetch(python, torch_version, ["-r", TEST_REQUIREMENTS]))
-    result.update(download_sizes(torch_version, result["python"]))
     venv = work / f"venv-py{result['python']}-torch{torch_version}"
-    vpy = make_venv(python, venv)
+    if shared_torch:
+        result.update(fetch_s=0.0, fetched_bytes=0, python_specific_bytes=0, shared_cuda_bytes=0)
+        vpy = make_venv(python, venv)
+        site = Path(ask(vpy, PURELIB))
+        shared = ask(Path(sys.executable), PURELIB)
+        (site / "_shared_torch.pth").write_text(shared + "\n")  # after the venv's own packages
+    else:
+        result.update(fetch(python, torch_version, ["-r", TEST_REQUIREMENTS]))
+        result.update(download_sizes(torch_version, result["python"]))
+        vpy = make_venv(python, venv)
     t = time.monotonic()
-    pip_install(vpy, torch_version, [f"torch=={torch_version}", "-r", TEST_REQUIREMENTS])
+    if not shared_torch:
+        pip_install(vpy, torch_version, [f"torch=={torch_version}", "-r", TEST_REQUIREMENTS])
     # With deps: pip must find the installed torch satisfies the wheel's pin.
     pip_install(vpy, torch_version, [wheel])
     result["install_s"] = round(time.monotonic() - t, 1)
     result["venv_bytes"] = du(venv)
 
-    site = ask(vpy, "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+    site = ask(vpy, PURELIB)
     with tempfile.TemporaryDirectory(prefix="extension_cpp-test-") as cwd:
         junit = Path(cwd) / "junit.xml"
         env = dict(os.environ, EXTENSION_CPP_EXPECT_INSTALLED_IN=site, EXTENSION_CPP_BUILD=build)
@@ -529,6 +554,7 @@ def check_one_python(
                 # is, only the repository's make test runs test_dtensor.py.
                 f"--ignore-glob={REPO / 'tests' / 'conformance' / 'test_dtensor.py'}",
                 "-q",
+                *(["-k", select] if select else []),
                 f"--junitxml={junit}",
                 f"--test-order={order}",
                 *([f"--test-order-seed={seed}"] if order == "shuffled" else []),
@@ -571,6 +597,8 @@ def cmd_test_one_python(args) -> dict:
         keep=args.keep,
         order=args.test_order,
         seed=args.test_order_seed,
+        shared_torch=args.shared_torch,
+        select=args.select,
     )
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
@@ -951,6 +979,11 @@ def main() -> None:
     b.add_argument("--out", default=str(REPO / "dist"))
     b.add_argument("--cuda", default="auto", choices=["auto", "0", "1"])
     b.add_argument("--archs", help="TORCH_CUDA_ARCH_LIST (default: setup.py's release list)")
+    b.add_argument(
+        "--in-tree",
+        action="store_true",
+        help="build in the tree, reusing the last build's objects (make test), not in a copy",
+    )
     b.set_defaults(func=cmd_build)
 
     t = sub.add_parser("test-one-python", help="test the wheel in a fresh venv of one CPython")
@@ -962,6 +995,12 @@ def main() -> None:
     t.add_argument("--work", help="where the venv goes (default: the cache)")
     t.add_argument("--keep", action="store_true", help="keep the venv")
     t.add_argument("--json", help="write the result here")
+    t.add_argument(
+        "--shared-torch",
+        action="store_true",
+        help="the venv uses this interpreter's torch and test packages (a fast check of the wheel)",
+    )
+    t.add_argument("--select", help="a pytest -k expression: run that part of the suite")
     add_order_args(t)
     t.set_defaults(func=cmd_test_one_python)
 

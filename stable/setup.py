@@ -29,11 +29,11 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
 # build_options sets CUDA_HOME, so it comes before torch.utils.cpp_extension.
-from build_options import NVCC_FLAGS, flags, set_cuda_archs, use_cuda  # noqa: E402
+from build_options import NVCC_FLAGS, build_ext, flags, set_cuda_archs, use_cuda  # noqa: E402
 
 # isort: split
 
-from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension  # noqa: E402
+from torch.utils.cpp_extension import CppExtension, CUDAExtension  # noqa: E402
 
 # The oldest torch whose stable ABI this build may use: 2.10. Headers then
 # hide (or refuse) everything newer, and every c10/ATen header.
@@ -100,6 +100,6 @@ setup(
     ext_modules=[extension()],
     install_requires=[f"torch>={OLDEST_TORCH}"],
     python_requires=">=3.10",
-    cmdclass={"build_ext": BuildExtension},
+    cmdclass={"build_ext": build_ext(os.path.join(HERE, "build", "temp"))},
     options={"bdist_wheel": {"py_limited_api": "cp310"}},
 )

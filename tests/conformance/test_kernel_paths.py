@@ -292,6 +292,8 @@ def test_cpu_capability_follows_the_setting(capsys):
     """In test_cpu_paths_capped's child: ATen (and so our kernels' choice of
     loop) runs at the capability the environment asks for."""
     asked = os.environ["ATEN_CPU_CAPABILITY"].upper()
-    assert torch.backends.cpu.get_cpu_capability() == asked
+    got = torch.backends.cpu.get_cpu_capability()
+    # The baseline reads "DEFAULT", or "NO AVX" on older torch releases.
+    assert got == asked or (asked == "DEFAULT" and got == "NO AVX"), got
     with capsys.disabled():
         print(f"capability {asked} in effect")
