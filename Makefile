@@ -21,8 +21,8 @@ export PYTHONUNBUFFERED := 1
 OPS_HASH := $(shell cat extension_cpp/*.py stable/extension_cpp_stable/*.py csrc/*.h csrc/*.cpp csrc/*/* csrc/*/*/* tests/harness_zoo/zoo* 2>/dev/null | sha1sum | cut -c1-12)
 export TORCHINDUCTOR_CACHE_DIR ?= $(CURDIR)/build/inductor-$(OPS_HASH)
 
-.PHONY: setup build build-simple lint format test test-conformance test-simple tutorial wheel matrix \
-	bench docs docs-deps test-docs clean fuzz sanitize test-huge compute-sanitizer
+.PHONY: setup build build-simple test-deps lint format test test-conformance test-simple tutorial \
+	wheel matrix bench docs docs-deps test-docs clean fuzz sanitize test-huge compute-sanitizer
 
 setup: $(STAMP)
 
@@ -33,7 +33,11 @@ $(STAMP): requirements/dev.txt requirements/torch.txt requirements/test.txt
 	$(PY) -m pip install --progress-bar off -r requirements/torch.txt -r requirements/dev.txt
 	touch $@
 
+# The harness (harness/, extension-cpp-testing) is pure Python: installed
+# editable, so both packages' `testing` modules re-export this tree's copy.
 build: setup
+	@echo "==> installing the harness, extension-cpp-testing (harness/)"
+	$(PY) -m pip install --no-build-isolation --no-deps -e harness/ -q
 	@echo "==> building extension_cpp (CUDA archs: $(TEST_CUDA_ARCHS))"
 	TORCH_CUDA_ARCH_LIST="$(TEST_CUDA_ARCHS)" MAX_JOBS=$${MAX_JOBS:-2} \
 		$(PY) -m pip install --no-build-isolation --no-deps -e . -q
@@ -58,13 +62,17 @@ build-simple: setup
 # something else (wheels, the tutorial, AOTInductor's C++ runner).
 C := $(CURDIR)/tests/conformance
 define test_simple
-	cd $(SIMPLE) && EXTENSION_CPP_EXPECT_KERNELS=simple $(CURDIR)/$(PY) -m pytest $(C) \
-		--rootdir $(CURDIR) -c $(CURDIR)/pyproject.toml -p no:cacheprovider \
-		--ignore-glob='$(C)/test_wheel*.py' --ignore-glob='$(C)/test_tutorial*.py' \
-		--ignore=$(C)/test_aoti.py $(1)
+	cd $(SIMPLE) && EXTENSION_CPP_EXPECT_KERNELS=simple $(CURDIR)/$(PY) -m pytest \
+		--rootdir $(CURDIR) -c $(CURDIR)/pyproject.toml -p no:cacheprovider $(1)
 endef
 test-simple: build-simple
-	$(call test_simple)
+	$(call test_simple,$(C) --ignore-glob='$(C)/test_wheel*.py' --ignore-glob='$(C)/test_tutorial*.py' \
+		--ignore=$(C)/test_aoti.py)
+# make test runs the tests that exercise the kernels themselves (results,
+# layouts, errors, gradients), not those of the Python front end, which the
+# two kernel sets share.
+SIMPLE_TESTS := $(addprefix $(C)/,test_harness.py test_kernel_paths.py test_layout_rule.py \
+	test_correctness.py test_errors.py test_properties.py test_limits.py test_cuda.py test_autograd.py)
 
 lint: setup
 	$(VENV)/bin/ruff check .
@@ -106,15 +114,24 @@ test-huge: build
 compute-sanitizer: build
 	PY=$(CURDIR)/$(PY) scripts/compute_sanitizer.sh
 
+# tests/third_party runs the harness on torchvision's ops: the torchvision
+# release built for requirements/torch.txt's torch, without its dependencies
+# (they would replace that torch).
+TORCHVISION ?= 0.29.1
+test-deps: setup
+	@$(PY) -c "import torchvision" 2>/dev/null || { \
+		echo "==> installing torchvision $(TORCHVISION) for tests/third_party"; \
+		$(PY) -m pip install --progress-bar off -q --no-deps torchvision==$(TORCHVISION); }
+
 # EXTENSION_CPP_HUGE=1: the tests past 2^31 elements (about 20 s and 4.6 GiB
 # on the CPU) run here; a bare pytest skips them.
 # Each run's junit XML goes to build/results/ (docs/results/README.md says how
 # one becomes the conformance page).
-test: lint build build-simple docs-deps
+test: lint build build-simple docs-deps test-deps
 	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests --ignore=tests/docs -p docs.pytest_machine --junitxml=build/results/conformance.xml
 	EXTENSION_CPP_HUGE=1 EXTENSION_CPP_BUILD=stable $(PY) -m pytest tests/conformance -p docs.pytest_machine \
 		--junitxml=build/results/conformance-stable.xml
-	$(call test_simple)
+	$(call test_simple,$(SIMPLE_TESTS) -k "not capped and not compile and not dynamic and not export")
 	$(build_docs)
 	$(PY) -m pytest tests/docs
 
@@ -144,9 +161,11 @@ tutorial: build
 	$(PY) tutorial/walk.py
 
 # One cp39-abi3 wheel in dist/, CUDA kernels for setup.py's release list,
-# audited (abi3audit --strict, auditwheel). scripts/matrix.py says how.
+# audited (abi3audit --strict, auditwheel), and the harness's py3-none-any
+# wheel beside it (extension_cpp requires it). scripts/matrix.py says how.
 wheel: setup
 	$(PY) scripts/matrix.py build --python $(PY) --out dist
+	$(PY) scripts/matrix.py build-harness --out dist
 
 # The compatibility matrix: the oldest track builds once against torch 2.8
 # (the newest release with CPython 3.9) and tests that file on 3.9 to 3.13;
@@ -155,13 +174,16 @@ wheel: setup
 # message. The stable track builds extension_cpp_stable once against this
 # venv's torch and tests that file next to torch 2.10 to 2.15 (CPython 3.12)
 # and on CPython 3.10 to 3.13 (torch 2.10): 9 venvs, about 4 GB of downloads
-# per torch release (cached), which is why make test does not run it.
+# per torch release (cached), which is why make test does not run it. The
+# harness track installs the harness's wheel (--no-deps) next to torch 2.8
+# and 2.15 alone and runs the zoo and the torchvision OpSpecs there.
 # Writes build/results/compatibility.{md,json}.
 matrix: wheel
 	$(PY) scripts/matrix.py run --track oldest --foreign-wheel dist
 	$(PY) scripts/matrix.py run --track newest --wheel dist \
 		--foreign-wheel $${EXTENSION_CPP_CACHE:-$$HOME/.cache/extension_cpp}/dist/torch-2.8.0
 	$(PY) scripts/matrix.py run-stable
+	$(PY) scripts/matrix.py run-harness
 
 # Benchmarks (scripts/bench.py): the machine's results page, <kind>.md, in
 # $(BENCH_OUT), and the raw measurements, plots and each part's tables in

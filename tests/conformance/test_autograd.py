@@ -124,10 +124,13 @@ def test_myadd_out_refuses_autograd(device, arg):
 
 
 def test_mymuladd_c_has_no_gradient():
+    """c, a Python number, shifts the output and adds nothing to the
+    gradients: those of a * b alone."""
     a, b = make_inputs("contiguous", torch.float64, requires_grad=True)
     out = pkg.mymuladd(a, b, C)
     (ga, gb) = torch.autograd.grad(out.sum(), (a, b))
-    torch.testing.assert_close(ga, b.detach())
+    torch.testing.assert_close(ga, b.detach(), rtol=0, atol=0)
+    torch.testing.assert_close(gb, a.detach(), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("layout", GRAD_LAYOUTS)

@@ -16,16 +16,21 @@ from .cases import (
     pkg,
 )
 
+# 1 + 3 ulps, in each half type: a * a is 1 + 6 ulps + 9 ulps^2, whose last
+# term a second rounding to the half type drops.
+HALF_ULP = {torch.float16: 2**-10, torch.bfloat16: 2**-7}
 
-def test_mymuladd_computes_half_types_in_float():
-    """One rounding: a*b is not rounded to float16 before c is added."""
-    a = torch.tensor([1.0 + 2**-10], dtype=torch.float16)  # 1 + 1 ulp
-    b = torch.tensor([1.0 + 2**-10], dtype=torch.float16)
-    # a*b = 1 + 2^-9 + 2^-20; in float16 the 2^-20 is lost, so eager gives
-    # (1 + 2^-9) - 1 = 2^-9, while float math gives 2^-9 + 2^-20.
-    out = pkg.mymuladd(a, b, -1.0)
-    assert out.item() == pytest.approx(2**-9 + 2**-20, rel=1e-3)
-    assert (a * b + -1.0).item() == 2**-9
+
+@pytest.mark.parametrize("dtype", list(HALF_ULP), ids=str)
+@pytest.mark.parametrize("device", devices())
+def test_mymuladd_rounds_half_types_once(device, dtype):
+    """a * b + c computed in float and rounded once to the half type, equal
+    to the correctly rounded value; eager PyTorch rounds a * b first and
+    gives another value for this input."""
+    a = torch.full((4,), 1 + 3 * HALF_ULP[dtype], dtype=dtype, device=device)
+    once = (a.double() * a.double() - 1.0).to(dtype)
+    assert not torch.equal(a * a - 1.0, once), "this input must tell the roundings apart"
+    assert torch.equal(pkg.mymuladd(a, a, -1.0), once)
 
 
 # ---------------------------------------------------------------------------

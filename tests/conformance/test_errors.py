@@ -120,6 +120,50 @@ def _cases():
             lambda: (f32(3), f32(3), None),
             "myadd_out: expected out to be a Tensor, got None",
         ),
+        # out at the same place as an input, with other strides: a partial
+        # overlap, although offset and storage are the same.
+        (
+            "out-same-offset-other-strides",
+            lambda a, b: add_out(a, b, a.t()),
+            lambda: (f32(3, 3), f32(3, 3)),
+            "myadd_out: out overlaps a in memory without being the same view of it",
+        ),
+        # A second device without a GPU: the meta device.
+        (
+            "device-mismatch-meta",
+            mul,
+            lambda: (f32(3), f32(3, device="meta")),
+            "mymul: expected a and b to be on the same device, got cpu and meta",
+        ),
+        # Two rules broken at once: the one checked first names the error,
+        # in eager and compiled code alike (dtype, then device, dtype and
+        # shape of the pair, then out's layout).
+        (
+            "int64-a-and-shape",
+            mul,
+            lambda: (torch.ones(3, dtype=torch.int64), f32(4)),
+            f"mymul: expected a to have a floating-point dtype {FLOAT_DTYPES}, got torch.int64",
+        ),
+        (
+            "dtype-and-shape-mismatch",
+            muladd,
+            lambda: (f32(3), torch.ones(4, dtype=torch.float64)),
+            "mymuladd: expected a and b to have the same dtype, "
+            "got torch.float32 and torch.float64",
+        ),
+        (
+            "device-and-dtype-mismatch",
+            mul,
+            lambda: (f32(3), torch.ones(3, dtype=torch.float64, device="meta")),
+            "mymul: expected a and b to be on the same device, got cpu and meta",
+        ),
+        (
+            "out-dtype-and-expanded",
+            add_out,
+            lambda: (f32(4, 3), f32(4, 3), torch.ones(1, 3, dtype=torch.float64).expand(4, 3)),
+            "myadd_out: expected out and a to have the same dtype, got torch.float64 and "
+            "torch.float32",
+        ),
     ]
     if HAS_CUDA:
         cases += [

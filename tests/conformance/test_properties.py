@@ -329,11 +329,7 @@ def test_compiled_matches_eager(device, op, pair, c):
 def test_output_strides_match_torch(device, op, case, compiled):
     """mymul and mymuladd allocate their output as torch.mul(a, b) does (dense
     inputs keep their memory format), eager and compiled alike, and the
-    gradients have torch's strides too.
-
-    Awaits the TensorIterator output layout change in main: until it is merged,
-    the ops return contiguous tensors and this fails for non-contiguous inputs.
-    """
+    gradients have torch's strides too."""
     a_spec, b_spec, needs, seed = case
     call = FUNCTIONAL[op]
     ours = _grads(lambda a, b: call(a, b, 0.5), a_spec, b_spec, needs, seed, device)

@@ -18,14 +18,50 @@ import torch
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
-# Tolerances against a float64 reference, for results rounded once from float
-# (float16/bfloat16: half an ulp of the output; float32: a few ulps, as the
-# CUDA compiler may fuse a*b+c into one FMA).
+# Tolerances against a float64 reference rounded to the dtype, for
+# torch.testing.assert_close (|got - want| <= atol + rtol * |want|). An ulp of
+# a value in [2^e, 2^(e+1)) is eps * 2^e (eps = torch.finfo(dtype).eps), so
+# rtol = k * eps allows k ulps at the bottom of a binade (1.0, 2.0, 4.0, ...)
+# and fewer than 2k just below its top.
+#
+# TOLERANCES, for an op that computes in a wider type and rounds its result:
+# - float16, bfloat16: one ulp. A result computed in float32 and then
+#   rounded to the dtype is rounded twice, and may sit one ulp from the
+#   reference. Plus an atol of one ulp of 1.0 (eps): a result near zero
+#   keeps the rounding error of an intermediate near 1 (eager torch rounds
+#   a*b to the dtype before it adds c). At |x| = 1 the two make two ulps;
+#   from 2^3 up, never two.
+# - float32, float64: four ulps (fewer than eight), plus an atol of one ulp
+#   of 2^5: a result near zero keeps the rounding error of a larger
+#   intermediate, up to half an ulp of the product in a*b + c for inputs
+#   drawn from randn, or an FMA's lack of it. At |x| = 1 the atol adds 32
+#   ulps; from 2^5 up, less than one.
+#
+# ROUNDED_ONCE, for an op that promises to round once from the exact result
+# (OpSpec(rounded_once=True)): half an ulp in float16 and bfloat16, which
+# between two values of the dtype means none (the atol: half an ulp among
+# the subnormals). A result rounded twice is caught: in float16, with
+# a = b = 1 + 3 * 2^-10 and c = -1, the exact a*b + c = 6 * 2^-10 + 9 * 2^-20
+# rounds once to 6 * 2^-10 + 2^-17, but the product alone rounds to
+# 1 + 6 * 2^-10, and the sum then gives 6 * 2^-10: two ulps apart, which
+# TOLERANCES' atol accepts.
+
+
+def _ulps(dtype: torch.dtype, k: float, atol_scale: float) -> dict:
+    info = torch.finfo(dtype)
+    return dict(rtol=k * info.eps, atol=k * info.eps * atol_scale)
+
+
 TOLERANCES = {
-    torch.float16: dict(rtol=1e-3, atol=1e-3),
-    torch.bfloat16: dict(rtol=8e-3, atol=8e-3),
-    torch.float32: dict(rtol=1.3e-6, atol=1e-5),
-    torch.float64: dict(rtol=1e-12, atol=1e-12),
+    torch.float16: _ulps(torch.float16, 1, 1.0),
+    torch.bfloat16: _ulps(torch.bfloat16, 1, 1.0),
+    torch.float32: _ulps(torch.float32, 4, 2**5 / 4),
+    torch.float64: _ulps(torch.float64, 4, 2**5 / 4),
+}
+ROUNDED_ONCE = {
+    **TOLERANCES,
+    torch.float16: _ulps(torch.float16, 0.5, torch.finfo(torch.float16).tiny),
+    torch.bfloat16: _ulps(torch.bfloat16, 0.5, torch.finfo(torch.bfloat16).tiny),
 }
 
 
@@ -34,8 +70,21 @@ def dtype_id(dtype: torch.dtype) -> str:
     return str(dtype).replace("torch.", "")
 
 
+def random_tensor(shape, dtype: torch.dtype, device, generator=None) -> torch.Tensor:
+    """Random values of any dtype: normal for floating-point and complex dtypes,
+    0 or 1 for bool, and small integers (0-99, or -50-49 where signed) otherwise,
+    so that integer (quantized) ops get inputs too (randn has no integer kernel)."""
+    if dtype.is_floating_point or dtype.is_complex:
+        return torch.randn(shape, dtype=dtype, generator=generator).to(device)
+    if dtype == torch.bool:
+        return torch.randint(2, shape, generator=generator).to(device=device, dtype=dtype)
+    low = -50 if torch.iinfo(dtype).min < 0 else 0
+    values = torch.randint(low, low + 100, shape, generator=generator)
+    return values.to(device=device, dtype=dtype)
+
+
 def _randn(*shape, dtype, device) -> torch.Tensor:
-    return torch.randn(shape, dtype=dtype, device=device)
+    return random_tensor(shape, dtype, device)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,3 +190,42 @@ def write_special_values(tensors: list[torch.Tensor], seed: int = 0) -> None:
 
 LAYOUTS: dict[str, Layout] = layouts(37, 129, 70001)
 SMALL_LAYOUTS: dict[str, Layout] = layouts(3, 5, 11)
+
+
+def _non_contiguous(shape, **kw) -> torch.Tensor:
+    """Every other element of the last dimension: a gap after each element."""
+    *lead, last = shape or (1,)
+    return torch.empty(*lead, 2 * last, **kw)[..., ::2].view(shape)
+
+
+def _transposed(shape, **kw) -> torch.Tensor:
+    """Dimensions in reverse order in memory (column-major for a matrix)."""
+    return torch.empty(tuple(reversed(shape)), **kw).permute(*reversed(range(len(shape))))
+
+
+def _channels_last(shape, **kw) -> torch.Tensor:
+    return torch.empty(shape, **kw).to(memory_format=torch.channels_last)
+
+
+# The layouts an out= op's ``out`` is given besides a contiguous one, each
+# with the number of dimensions it needs (None: any). The results check fills
+# out with NaN first, so an element the op does not write shows.
+OUT_LAYOUTS: dict[str, tuple[Callable[..., torch.Tensor], int | None]] = {
+    "non-contiguous": (_non_contiguous, None),
+    "transposed": (_transposed, 2),
+    "channels-last": (_channels_last, 4),
+}
+
+
+def out_like(t: torch.Tensor, layout: str) -> torch.Tensor:
+    """A tensor of t's shape, dtype and device in one of OUT_LAYOUTS, filled with NaN
+    (or the dtype's largest value for an integer dtype)."""
+    make, dims = OUT_LAYOUTS[layout]
+    if dims is not None and t.dim() != dims:
+        raise ValueError(f"out layout {layout!r} needs a {dims}-D out, got {list(t.shape)}")
+    out = make(tuple(t.shape), dtype=t.dtype, device=t.device)
+    if t.is_floating_point():
+        fill = float("nan")
+    else:
+        fill = True if t.dtype == torch.bool else torch.iinfo(t.dtype).max
+    return out.fill_(fill)
