@@ -208,7 +208,7 @@ def render_tutorial_matrix(
         if reason:
             label = label_prefix + re.sub(r"[^a-z0-9]+", "-", reason.lower()).strip("-")
             if reason not in notes:
-                shown = error if len(error) <= 300 else error[:300] + " [...]"
+                shown = error if len(error) <= 160 else error[:160] + " [...]"
                 notes[reason] = f"[^{label}]: **{reason}**" + (f": `{shown}`" if shown else "")
             text += f"[^{label}]"
         return text

@@ -288,12 +288,10 @@ def page(kind_name: str, parts: dict[str, tuple[str, dict]]) -> str:
     lines = [
         f"# Results: {kind_title(kind_name)}",
         "",
-        f"Every figure on this page comes from `make bench` on a {kind_title(kind_name)} "
-        f"(`{kind_name}`; here {first['machine']}), part by part; each part names "
-        "the machine it ran on, its command, the commit it "
-        "ran at and when. A ratio is PyTorch's time over ours, both measured in the "
-        "same run, interleaved: above 1.0 ours is faster, and a ratio inside the A/A "
-        "control's spread is a tie. Times in microseconds are there for scale only.",
+        f"`make bench` on a {kind_title(kind_name)} (`{kind_name}`; here "
+        f"{first['machine']}), part by part, each with its machine, command and "
+        "commit. A ratio is PyTorch's time over ours, measured interleaved (above "
+        "1.0 ours is faster; inside the A/A spread, a tie); microseconds give the scale.",
         "",
     ]
     if "layouts" in parts:
