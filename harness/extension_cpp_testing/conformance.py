@@ -541,16 +541,25 @@ def _host_sync(spec: OpSpec, args) -> BaseException | None:
     """The error torch raises where the op synchronizes with the host (a copy
     to the CPU, .item(), nonzero), found without capturing anything."""
     previous = torch.cuda.get_sync_debug_mode()
-    torch.cuda.set_sync_debug_mode("error")
     try:
+        _set_sync_debug_mode("error")
         spec.call(args)
     except RuntimeError as e:
         if "synchronizing" not in str(e):
             raise
         return e
     finally:
-        torch.cuda.set_sync_debug_mode(previous)
+        _set_sync_debug_mode(previous)
     return None
+
+
+def _set_sync_debug_mode(mode) -> None:
+    # torch warns, once per process, that the mode is a prototype: a fact
+    # about torch, not the op, and under warnings-as-errors it would leave the
+    # mode set for every later case.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Synchronization debug mode is a prototype")
+        torch.cuda.set_sync_debug_mode(mode)
 
 
 def _capture(spec: OpSpec, args):

@@ -231,6 +231,32 @@ def test_harness_catches_the_legacy_default_stream():
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_capture_check_restores_the_sync_debug_mode_under_warnings_as_errors():
+    """The cuda_graph check looks for host syncs with torch's sync debug mode,
+    whose first use in a process warns that it is a prototype. Under
+    warnings-as-errors (pytest here, and this suite) that warning must not
+    leave the mode on: every later case would then fail on its own syncs.
+    A fresh process, so that the warning is its first."""
+    child = textwrap.dedent(
+        """
+        import warnings
+        warnings.simplefilter("error")
+        import dataclasses, torch
+        from extension_cpp_testing import run_all
+        from tests.harness_zoo import zoo
+
+        spec = dataclasses.replace(zoo.load()["mul"], devices=("cuda",), layouts=("contiguous",))
+        failures = run_all(spec, checks={"cuda_graph", "results"})
+        print(sorted(failures), torch.cuda.get_sync_debug_mode())
+        """
+    )
+    proc = run_python(["-c", child], env={"PYTHONPATH": str(REPO)}, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == "[] 0"
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_a_failed_capture_leaves_nothing_behind():
     """In a process of its own, two ops that break a CUDA graph capture (a
     launch on the legacy default stream, a host sync not declared), then
