@@ -344,7 +344,7 @@ def _performance_headline() -> str:
             text = f.read()
         name = os.path.splitext(os.path.basename(table))[0]
         title = re.search(r"^# (?:Results: )?(.+)$", text, re.M)
-        machine = re.search(r"\(`[\w-]+`; here ([^)]+)\)", text)
+        machine = re.search(r"\(`[\w-]+`; here (.+?)\), part by part", text)
         headline = re.search(r"^## Headline\n(.*?)(?=^## )", text, re.M | re.S)
         rows = [line for line in (headline[1] if headline else "").splitlines() if line[:1] == "|"]
         link = f"{{doc}}`{title[1] if title else name} </_generated/results/{name}>`"

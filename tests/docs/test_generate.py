@@ -126,3 +126,20 @@ def test_word_count_reads_the_article(tmp_path) -> None:
     assert generate.page_words(str(page)) == 7
     (tmp_path / "search.html").write_text(page.read_text())
     assert generate.site_words(str(tmp_path)) == {"page.html": 7}
+
+
+def test_performance_headline_links_each_machine_page(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(generate, "RESULTS", str(tmp_path))
+    perf = tmp_path / "perf"
+    perf.mkdir()
+    for kind, machine in (("cpu-16cores", "Intel(R) Xeon(R), 16 cores"), ("cpu-2cores", "X")):
+        (perf / f"{kind}.md").write_text(
+            f"# Results: {kind}\n\n`make bench` on a CPU (`{kind}`; here {machine}), part by part."
+            "\n\n## Headline\n\nText.\n\n| run | cells |\n| --- | --- |\n| cpu | 1 of 1 |\n\n"
+            "## Every layout\n\n| not | this |\n"
+        )
+    text = generate._performance_headline()
+    assert text.index("cpu-2cores>`") < text.index("cpu-16cores>`")  # by core count
+    assert "</_generated/results/cpu-16cores>` (Intel(R) Xeon(R), 16 cores):" in text
+    assert "| cpu | 1 of 1 |" in text
+    assert "| not | this |" not in text
