@@ -125,10 +125,12 @@ test-deps: setup
 
 # EXTENSION_CPP_HUGE=1: the tests past 2^31 elements (about 20 s and 4.6 GiB
 # on the CPU) run here; a bare pytest skips them.
+# Each run's junit XML goes to build/results/ (docs/results/README.md says how
+# one becomes the conformance page).
 test: lint build build-simple docs-deps test-deps
-	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests --ignore=tests/docs -p docs.pytest_machine --junitxml=docs/results/conformance.xml
+	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests --ignore=tests/docs -p docs.pytest_machine --junitxml=build/results/conformance.xml
 	EXTENSION_CPP_HUGE=1 EXTENSION_CPP_BUILD=stable $(PY) -m pytest tests/conformance -p docs.pytest_machine \
-		--junitxml=docs/results/conformance-stable.xml
+		--junitxml=build/results/conformance-stable.xml
 	$(call test_simple,$(SIMPLE_TESTS) -k "not capped and not compile and not dynamic and not export")
 	$(build_docs)
 	$(PY) -m pytest tests/docs
@@ -175,7 +177,7 @@ wheel: setup
 # per torch release (cached), which is why make test does not run it. The
 # harness track installs the harness's wheel (--no-deps) next to torch 2.8
 # and 2.15 alone and runs the zoo and the torchvision OpSpecs there.
-# Writes docs/results/compatibility.{md,json}.
+# Writes build/results/compatibility.{md,json}.
 matrix: wheel
 	$(PY) scripts/matrix.py run --track oldest --foreign-wheel dist
 	$(PY) scripts/matrix.py run --track newest --wheel dist \
@@ -183,15 +185,21 @@ matrix: wheel
 	$(PY) scripts/matrix.py run-stable
 	$(PY) scripts/matrix.py run-harness
 
-# Benchmarks (tests/perf, scripts/bench*.py): JSON, plots and ratio tables in
-# $(BENCH_OUT). Here: the CPU at 1 thread and at all threads. On a GPU box
-# with the extension built: make bench BENCH_DEVICE=cuda BENCH_OUT=$$OUT
+# Benchmarks (scripts/bench.py): the machine's results page, <kind>.md, in
+# $(BENCH_OUT), and the raw measurements, plots and each part's tables in
+# build/bench/<kind>/. Here: the CPU at 1 thread and at all threads; on a GPU
+# machine: make bench BENCH_DEVICE=cuda. Neither writes a tracked file;
+# BENCH_OUT=docs/results/perf puts the page into the docs.
+# BENCH_PARTS picks parts (layouts, ratios, stable, bandwidth); a later run of
+# one part keeps the others' last results on the page.
 BENCH_DEVICE ?= cpu
 BENCH_THREADS ?= 1,$(shell nproc)
-BENCH_OUT ?= docs/results/perf
+BENCH_OUT ?= build/bench
+BENCH_PARTS ?= layouts,ratios,stable,bandwidth
 
 bench: build
-	$(PY) scripts/bench.py --device $(BENCH_DEVICE) --threads $(BENCH_THREADS) --out $(BENCH_OUT)
+	$(PY) scripts/bench.py --device $(BENCH_DEVICE) --threads $(BENCH_THREADS) \
+		--parts $(BENCH_PARTS) --out $(BENCH_OUT)
 
 clean:
 	rm -rf build dist *.egg-info extension_cpp/_C*.so extension_cpp/_build_info.py \

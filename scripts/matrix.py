@@ -14,7 +14,9 @@ Subcommands:
                    (--test-order, --test-order-seed: tests/conftest.py)
   run              one track: build once against a torch release, test it on
                    each CPython that release supports, write
-                   docs/results/compatibility.{json,md}
+                   build/results/compatibility.{json,md} (outside the tracked
+                   tree: docs/results/README.md says how the page reaches
+                   the docs)
   run-stable       the stable track: build extension_cpp_stable (stable/) once,
                    test that file next to torch 2.10 to 2.15 on one CPython
                    and on CPython 3.10 to 3.13 with torch 2.10
@@ -24,7 +26,7 @@ Subcommands:
                    a venv holding only torch (the oldest release it claims, and
                    2.15) and the test tools, runs the zoo (tests/harness_zoo)
                    and the torchvision OpSpecs (tests/third_party)
-  render           rewrite docs/results/compatibility.md from the .json
+  render           rewrite build/results/compatibility.md from the .json
 
 Only the standard library is used, so any CPython 3.9+ can run it. Downloads
 (torch and its CUDA libraries are several GB per Python) are kept in a
@@ -50,7 +52,7 @@ import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-RESULTS = REPO / "docs" / "results"
+RESULTS = REPO / "build" / "results"
 CACHE = Path(os.environ.get("EXTENSION_CPP_CACHE", Path.home() / ".cache" / "extension_cpp"))
 PYENV = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
 
@@ -703,6 +705,7 @@ def cmd_run(args) -> None:
         "track": args.track,
         "torch": torch_version,
         "date": time.strftime("%Y-%m-%d"),
+        "commit": commit(),
         "build_s": build_s,
         "total_s": round(time.monotonic() - started, 1),
         "wheel": summary,
@@ -744,6 +747,7 @@ def cmd_run_stable(args) -> None:
     cells = [tuple(c.split(":")) for c in args.cells] if args.cells else STABLE_CELLS
     rows = []
     record = {"track": "stable", "date": time.strftime("%Y-%m-%d"), "build_s": build_s}
+    record["commit"] = commit()
     record.update(wheel=summary, results=rows, cells_planned=len(cells))
     if args.cells:
         # Some cells only: keep the other cells' results of an earlier run of
@@ -952,6 +956,7 @@ def cmd_run_harness(args) -> None:
     started = time.monotonic()
     wheel = harness_wheel()
     record = {"track": "harness", "date": time.strftime("%Y-%m-%d"), "wheel": audit_harness(wheel)}
+    record["commit"] = commit()
     rows = record["results"] = []
     python = find_python(args.python)
     torches = args.torches or list(HARNESS_TORCHES)
@@ -976,7 +981,7 @@ def render_harness(rec: dict | None) -> list:
         return []
     w = rec["wheel"]
     lines = [
-        f"## The harness on its own: extension-cpp-testing ({rec['date']})",
+        f"## The harness on its own: extension-cpp-testing ({rec['date']}{at_commit(rec)})",
         "",
         f"- wheel: `{w['wheel']}` ({w['size_bytes'] / 2**10:.0f} KiB, {w['files']} files, "
         "pure Python), installed with `pip install --no-deps` into a venv holding torch, "
@@ -1010,6 +1015,18 @@ def render_harness(rec: dict | None) -> list:
 # render
 
 
+def commit() -> str:
+    """This checkout's commit (docs/render_results.py stamps every results page so)."""
+    sys.path.insert(0, str(REPO / "docs"))
+    from render_results import commit as checkout_commit
+
+    return checkout_commit()
+
+
+def at_commit(record: dict) -> str:
+    return f", `make matrix` at commit `{record['commit']}`" if record.get("commit") else ""
+
+
 def order_text(row: dict) -> str:
     order = row.get("test_order", "declared")
     if order == "shuffled":
@@ -1036,7 +1053,7 @@ def render() -> None:
         w = rec["wheel"]
         cuda = f"CUDA {w['cuda']} kernels" if w["cuda"] else "CPU kernels only"
         lines += [
-            f"## torch {rec['torch']} ({name} track, {rec['date']})",
+            f"## torch {rec['torch']} ({name} track, {rec['date']}{at_commit(rec)})",
             "",
             f"- wheel: `{w['wheel']}` ({w['size_bytes'] / 2**20:.1f} MiB, {cuda})",
             f"- sha256: `{w['sha256']}`",
@@ -1129,7 +1146,7 @@ def render_stable(rec: dict | None) -> list:
 
     lines = [
         f"## Stable ABI: one extension_cpp_stable wheel on torch {torches[0]} to "
-        f"{torches[-1]} ({rec['date']})",
+        f"{torches[-1]} ({rec['date']}{at_commit(rec)})",
         "",
         f"- wheel: `{w['wheel']}` ({w['size_bytes'] / 2**20:.1f} MiB), built once against "
         f"torch {w['built_against_torch']}",
