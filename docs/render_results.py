@@ -48,7 +48,9 @@ def commit() -> str:
             check=True,
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
+        # A copy of the tree without .git (a GPU machine's): the commit it was
+        # copied from, if whoever ran it said so.
+        return os.environ.get("EXTENSION_CPP_COMMIT", "unknown (not a git checkout)")
     return head + (" + local changes" if dirty else "")
 
 
