@@ -7,8 +7,10 @@ TORCH_LIBRARY op; the op whose backward lives only in an autograd.Function
 wrapper fails the checks that the registered op passes.
 """
 
+import importlib
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -16,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from child_process import run_python
 from torch.autograd.gradcheck import GradcheckError
 from torch.testing._internal.optests import OpCheckError
 
@@ -25,7 +28,8 @@ pytestmark = classic_only(
     "the tutorial does not depend on the build under test; the classic run covers it"
 )
 
-APPENDIX = Path(__file__).resolve().parents[2] / "tutorial" / "appendix"
+REPO = Path(__file__).resolve().parents[2]
+APPENDIX = REPO / "tutorial" / "appendix"
 
 
 def _load(path: Path, name: str):
@@ -144,3 +148,59 @@ def test_autograd_function_wrapper_lacks_what_opcheck_needs(autograd_variants):
         )
         with pytest.raises(GradcheckError, match="Jacobian mismatch"):
             torch.autograd.gradcheck(op, _inputs())
+
+
+# Triton: the same ops through torch.library.triton_op (tests/conformance/test_triton.py
+# runs the harness on them, on a GPU).
+
+
+@pytest.fixture(scope="session")
+def extension_triton():
+    pytest.importorskip("triton")
+    sys.path.insert(0, str(APPENDIX / "triton"))
+    return importlib.import_module("extension_triton")
+
+
+def test_triton_words_are_the_cpp_words(extension_triton):
+    import extension_cpp
+
+    words = extension_triton._checks.MESSAGES
+    shared = {key: text for key, text in words.items() if key != "cuda"}
+    assert shared == {key: extension_cpp._C.MESSAGES[key] for key in shared}
+
+
+@pytest.mark.parametrize("mode", ["eager", "compiled"])
+def test_triton_ops_refuse_cpu_tensors(extension_triton, mode):
+    if extension_triton.ops.INTERPRETED:
+        pytest.skip("Triton's interpreter runs the kernels on CPU tensors")
+    fn = extension_triton.mymul
+    if mode == "compiled":
+        torch._dynamo.reset()
+        fn = torch.compile(fn, fullgraph=True)
+    expected = "mymul: expected a to be on a CUDA device (the Triton kernels run on GPUs only)"
+    with pytest.raises(RuntimeError, match=re.escape(f"{expected}, got cpu")):
+        fn(torch.randn(3), torch.randn(3))
+
+
+# The harness cases of test_triton.py that the interpreter runs in a few
+# seconds: the results on every layout in float32, and in float16 and float64
+# on one layout of the tiled kernel. The interpreter computes in NumPy, so not
+# the -specials cases (NumPy's warnings on NaN and infinities are errors here)
+# nor bfloat16 (it rounds float32 to bfloat16 toward zero, a GPU and the
+# reference, to nearest).
+INTERPRETED_CHECKS = "results and (float32 or -mixed-b-first) and not (specials or bfloat16)"
+
+
+@pytest.mark.slow
+def test_triton_kernels_in_the_interpreter():
+    run = run_python(
+        [
+            "-m", "pytest", str(REPO / "tests" / "conformance" / "test_triton.py"),
+            "--rootdir", str(REPO), "-c", str(REPO / "pyproject.toml"),
+            "-p", "no:cacheprovider", "-q", "-k", INTERPRETED_CHECKS,
+        ],
+        env={"TRITON_INTERPRET": "1"},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    passed = int(re.search(r"(\d+) passed", run.stdout).group(1))
+    assert passed == 57, run.stdout[-3000:]
