@@ -11,9 +11,11 @@ import importlib
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
 import warnings
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -167,6 +169,22 @@ def test_triton_words_are_the_cpp_words(extension_triton):
     words = extension_triton._checks.MESSAGES
     shared = {key: text for key, text in words.items() if key != "cuda"}
     assert shared == {key: extension_cpp._C.MESSAGES[key] for key in shared}
+
+
+def test_triton_package_is_one_pure_python_wheel(tmp_path):
+    """What a user ships: one wheel for every Python and torch, nothing compiled."""
+    source = tmp_path / "source"  # built outside the source tree
+    shutil.copytree(APPENDIX / "triton", source, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+         "-w", str(tmp_path / "dist"), str(source)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    (wheel,) = (tmp_path / "dist").iterdir()
+    assert wheel.name == "extension_triton-0.1.0-py3-none-any.whl"
+    files = zipfile.ZipFile(wheel).namelist()
+    assert "extension_triton/kernels.py" in files
+    assert not [f for f in files if f.endswith((".so", ".pyd", ".dll"))], files
 
 
 @pytest.mark.parametrize("mode", ["eager", "compiled"])
