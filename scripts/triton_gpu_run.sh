@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# C++/CUDA or Triton (docs/cpp_or_triton.md): every GPU measurement and test
+# of the Triton side path (tutorial/appendix/triton) in one run.
+#
+#   OUT=DIR bash scripts/triton_gpu_run.sh
+#
+# From the repository root, on a machine with a CUDA GPU, nvcc, cmake, g++
+# and a python3 (PYTHON=...) with torch (and the Triton it depends on),
+# pytest and hypothesis. Steps (STEPS=build,bench,tests,aoti picks some; each
+# later step needs the build):
+#
+#   build  pip install -e . from a clean build folder, timed: the C++ build
+#          time the benchmark reports
+#   bench  scripts/bench_triton.py: every measurement, one process
+#   tests  tests/conformance/test_triton.py (the harness on the Triton ops,
+#          every layout, with the huge-tensor cases) and the Triton tests of
+#          test_tutorial_appendix.py
+#   aoti   the examples/aoti_runner model with the Triton ops, exported,
+#          compiled by AOTInductor and run by the C++ runner
+#          (test_aoti.py -k triton), beside the tests
+#
+# A failing step does not stop the others; the script exits non-zero if one
+# failed. It keeps to a budget of 470 s in all (BUDGET=...): each step's time
+# limit is the lesser of its own and what is left, and the benchmark writes
+# its tables section by section. Writes under $OUT (default build/triton-gpu-run):
+#
+#   cpp_or_triton.md, .json     the benchmark's tables, and every number
+#   conformance-triton.xml      the tests' junit XML
+#   build.log bench.log tests.log aoti.log   what each step printed
+#   summary.txt                 each step's outcome and seconds
+set -u
+
+PY=${PYTHON:-python3}
+OUT=${OUT:-build/triton-gpu-run}
+STEPS=${STEPS:-build,bench,tests,aoti}
+BUDGET=${BUDGET:-470}
+export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-16}
+export PYTHONUNBUFFERED=1
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+START=$(date +%s)
+FAILED=0
+: >"$OUT/summary.txt"
+
+wants() { [[ ",$STEPS," == *",$1,"* ]]; }
+
+# step NAME LIMIT_S COMMAND...: runs COMMAND, output to $OUT/NAME.log, within
+# the lesser of LIMIT_S and the budget left; records the outcome.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  local left=$((BUDGET - ($(date +%s) - START)))
+  ((limit > left)) && limit=$left
+  if ((limit <= 0)); then
+    echo "$name: not run, the budget of ${BUDGET} s is spent" | tee -a "$OUT/summary.txt"
+    FAILED=1
+    return 1
+  fi
+  echo "==> $name (at most $limit s): $*"
+  local t0=$EPOCHREALTIME rc seconds
+  timeout --kill-after=10 "$limit" "$@" >"$OUT/$name.log" 2>&1
+  rc=$?
+  seconds=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+  if ((rc == 0)); then
+    echo "$name: ok, $seconds s" | tee -a "$OUT/summary.txt"
+  else
+    ((rc == 124 || rc == 137)) && rc="$rc (out of time)"
+    echo "$name: FAILED, exit $rc, $seconds s (tail of $name.log below)" | tee -a "$OUT/summary.txt"
+    tail -n 30 "$OUT/$name.log"
+    FAILED=1
+  fi
+  echo "$seconds" >"$OUT/.$name.seconds"
+  [[ $rc == 0 ]]
+}
+
+{
+  echo "host: $(hostname), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
+  $PY -c 'import torch, triton; print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, Triton {triton.__version__}")'
+} | tee -a "$OUT/summary.txt"
+
+BUILD_SECONDS=
+if wants build; then
+  # From a clean build folder, so that the time is a whole build's.
+  rm -rf build/temp-fast
+  if step build 200 $PY -m pip install --no-build-isolation --no-deps -e .; then
+    BUILD_SECONDS=$(cat "$OUT/.build.seconds")
+  fi
+fi
+
+if wants bench; then
+  step bench 200 $PY scripts/bench_triton.py --out "$OUT/cpp_or_triton.md" \
+    --json "$OUT/cpp_or_triton.json" ${BUILD_SECONDS:+--cpp-build-seconds "$BUILD_SECONDS"}
+fi
+
+# The tests and the AOTInductor run side by side: neither is timed.
+PIDS=()
+if wants tests; then
+  # pytest-xdist where installed: the harness's compiles are independent.
+  XDIST=()
+  $PY -c 'import xdist' 2>/dev/null && XDIST=(-n 8 -p no:benchmark)
+  EXTENSION_CPP_HUGE=1 step tests 150 $PY -m pytest tests/conformance/test_triton.py \
+    tests/conformance/test_tutorial_appendix.py -k triton -p no:cacheprovider -q -rfE \
+    "${XDIST[@]}" --junitxml="$OUT/conformance-triton.xml" &
+  PIDS+=($!)
+fi
+if wants aoti; then
+  # The GPU host's libraries carry a static C++ runtime of their own; AOTInductor's
+  # package then needs the shared one loaded first (docs/aoti.md).
+  LD_PRELOAD=$(g++ -print-file-name=libstdc++.so.6) step aoti 150 $PY -m pytest \
+    tests/conformance/test_aoti.py -k triton -p no:cacheprovider -q -s -rfE &
+  PIDS+=($!)
+fi
+for pid in "${PIDS[@]}"; do
+  wait "$pid" || FAILED=1
+done
+
+rm -f "$OUT"/.*.seconds
+echo "total: $(($(date +%s) - START)) s" | tee -a "$OUT/summary.txt"
+exit $FAILED
