@@ -15,15 +15,15 @@ inside the A/A spread is a tie. Sections (``--sections``, all by default):
   fraction of a device copy of the same size (the op moves 3 elements for
   the copy's 2), twice: the kernels alone (CUDA graph replays: device time)
   and whole calls from Python (host and device: what a user pays);
-* layouts: every layout of bench_layouts.py at 2^24 elements, kernels alone;
 * per-call: one element, the cost of a call with and without requires_grad;
+* fusion: ``mymul(a, b).sin()`` under torch.compile: the kernels each
+  version launches per call (torch.profiler) and its time, with Inductor's
+  epilogue fusion of user Triton kernels on where this torch has it;
 * first-call: a fresh process's first call of a Triton op (the JIT compiles
   its kernel) with an empty and with a warm Triton cache, against the C++
   build (``--cpp-build-seconds``: the GPU script times ``pip install -e .``)
   and the C++ op's first call;
-* fusion: ``mymul(a, b).sin()`` under torch.compile: the kernels each
-  version launches per call (torch.profiler) and its time, with Inductor's
-  epilogue fusion of user Triton kernels on where this torch has it.
+* layouts: every layout of bench_layouts.py at 2^24 elements, kernels alone.
 
 Writes the Markdown tables to --out and every number to --json. ``--device
 cpu`` (with TRITON_INTERPRET=1) runs the contiguous, layouts and per-call
@@ -52,7 +52,8 @@ from bench_ratios import calls_per_batch, measure, perf_cases  # noqa: E402
 
 import extension_cpp  # noqa: E402
 
-SECTIONS = ("contiguous", "layouts", "per-call", "first-call", "fusion")
+# In the order they run: should a run be cut short, the longest comes last.
+SECTIONS = ("contiguous", "per-call", "fusion", "first-call", "layouts")
 DTYPES = ("float32", "bfloat16", "float16")
 OPS = ("mymuladd", "mymul", "myadd_out")
 IMPLS = ("C++", "Triton", "eager", "compile")

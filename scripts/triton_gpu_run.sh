@@ -74,7 +74,7 @@ step() {
 }
 
 {
-  echo "host: $(hostname), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
+  echo "host: $(hostname), GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
   $PY -c 'import torch, triton; print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, Triton {triton.__version__}")'
 } | tee -a "$OUT/summary.txt"
 
@@ -82,13 +82,13 @@ BUILD_SECONDS=
 if wants build; then
   # From a clean build folder, so that the time is a whole build's.
   rm -rf build/temp-fast
-  if step build 200 $PY -m pip install --no-build-isolation --no-deps -e .; then
+  if step build 180 $PY -m pip install --no-build-isolation --no-deps -e .; then
     BUILD_SECONDS=$(cat "$OUT/.build.seconds")
   fi
 fi
 
 if wants bench; then
-  step bench 200 $PY scripts/bench_triton.py --out "$OUT/cpp_or_triton.md" \
+  step bench 240 $PY scripts/bench_triton.py --out "$OUT/cpp_or_triton.md" \
     --json "$OUT/cpp_or_triton.json" ${BUILD_SECONDS:+--cpp-build-seconds "$BUILD_SECONDS"}
 fi
 
