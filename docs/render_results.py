@@ -51,7 +51,8 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render_conformance(xml_path: str) -> str:
+def render_conformance(xml_path: str, command: str = "make test") -> str:
+    """The summary of a junit XML run: counts per test function, failures, skip reasons."""
     root = ET.parse(xml_path).getroot()
     suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
     suite = suites[0]
@@ -77,7 +78,7 @@ def render_conformance(xml_path: str) -> str:
     host = suite.get("hostname", "an unknown host")
     seconds = sum(float(s.get("time") or 0) for s in suites)
     lines = [
-        f"Produced by `make test` at **{when}** on host **{host}** "
+        f"Produced by `{command}` at **{when}** on host **{host}** "
         f"(`{os.path.relpath(xml_path, REPO)}`, "
         f"{seconds:.0f} s of tests).",
         "",

@@ -207,12 +207,13 @@ def layout_sweep(device: str, sync, n_log2: int) -> tuple:
                 for op in OPS
             )
             print(f"  layouts {dtype_name} {name}: {summary}", flush=True)
-    return rows, layout_lines(rows, n_log2)
+    return rows, layout_lines(rows, n_log2, device)
 
 
-def layout_lines(rows: list, n_log2: int) -> list:
+def layout_lines(rows: list, n_log2: int, device: str) -> list:
+    how = "kernels alone (CUDA graph replays)" if device == "cuda" else "whole calls"
     lines = [
-        f"## Layouts: 2^{n_log2} elements, kernels alone (CUDA graph replays)",
+        f"## Layouts: 2^{n_log2} elements, {how}",
         "",
         "Each op cell: C++ / Triton / eager as a fraction of a device copy's bandwidth, "
         "counting the bytes each layout must move (a broadcast input's stored elements "
@@ -460,7 +461,9 @@ def main() -> None:
     torch.set_num_threads(1)
     sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
     where = torch.cuda.get_device_name() if args.device == "cuda" else perf_cases.cpu_name()
-    command = "python scripts/bench_triton.py " + " ".join(sys.argv[1:])
+    # The options that change what is measured (not where it is written).
+    shown = {"--sections": args.sections, "--log2": args.log2, "--layout-log2": args.layout_log2}
+    command = "python scripts/bench_triton.py " + " ".join(f"{k} {v}" for k, v in shown.items())
     started = time.time()
     lines = [
         f"# C++/CUDA against Triton: {where}, torch {torch.__version__}, Triton "

@@ -25,7 +25,7 @@
 # its tables section by section. Writes under $OUT (default build/triton-gpu-run):
 #
 #   cpp_or_triton.md, .json     the benchmark's tables, and every number
-#   conformance-triton.xml      the tests' junit XML
+#   conformance-triton-gpu.xml      the tests' junit XML
 #   build.log bench.log tests.log aoti.log   what each step printed
 #   summary.txt                 each step's outcome and seconds
 set -u
@@ -100,7 +100,7 @@ if wants tests; then
   $PY -c 'import xdist' 2>/dev/null && XDIST=(-n 8 -p no:benchmark)
   EXTENSION_CPP_HUGE=1 step tests 150 $PY -m pytest tests/conformance/test_triton.py \
     tests/conformance/test_tutorial_appendix.py -k triton -p no:cacheprovider -q -rfE \
-    "${XDIST[@]}" --junitxml="$OUT/conformance-triton.xml" &
+    "${XDIST[@]}" --junitxml="$OUT/conformance-triton-gpu.xml" &
   PIDS+=($!)
 fi
 if wants aoti; then

@@ -16,7 +16,8 @@ docs/_generated/:
   fragments/*.md           pieces the hand-written pages include: the tutorial
                            toctree, the op schemas read from the live registry,
                            and the results tables (or a note that a results
-                           file is missing and which command produces it)
+                           file is missing and which command produces it),
+                           those of the C++/CUDA or Triton page included
 
 Nothing here is pasted: if a checkpoint, a schema or a results file changes,
 the next build shows the change.
@@ -396,6 +397,33 @@ def _conformance_fragment() -> str:
     return "\n\n".join(sections) + "\n"
 
 
+GPU_SCRIPT = "bash scripts/triton_gpu_run.sh on a GPU machine"
+
+
+def _cpp_or_triton_fragment() -> str:
+    """The side-by-side tables of the C++ and Triton ops, from the GPU script's
+    benchmark, and a link to its raw numbers."""
+    table = os.path.join(RESULTS, "cpp_or_triton.md")
+    if not os.path.exists(table):
+        return _missing("The side-by-side measurements", table, GPU_SCRIPT)
+    # Its title becomes a section of the page that includes it.
+    text = f"```{{include}} {_from_srcdir(table)}\n:heading-offset: 1\n```\n"
+    data = os.path.join(RESULTS, "cpp_or_triton.json")
+    if os.path.exists(data):
+        text += f"\nEvery number: {{download}}`cpp_or_triton.json <{_from_srcdir(data)}>`.\n"
+    return text
+
+
+def _conformance_triton_fragment() -> str:
+    """The harness on the Triton ops, from the GPU script's test run."""
+    import render_results
+
+    path = os.path.join(RESULTS, "conformance-triton-gpu.xml")
+    if not os.path.exists(path):
+        return _missing("The Triton ops' conformance results", path, GPU_SCRIPT)
+    return render_results.render_conformance(path, "bash scripts/triton_gpu_run.sh")
+
+
 def _results_page(table: str, figures: list[str], source: str) -> str:
     """A page of its own for one results table (its H1 is the page title)."""
     name = os.path.splitext(os.path.basename(table))[0]
@@ -467,6 +495,8 @@ def generate(app: Sphinx) -> None:
         "compatibility.md": _compatibility_fragment(),
         "conformance.md": _conformance_fragment(),
         "performance.md": _performance_fragment(),
+        "cpp_or_triton.md": _cpp_or_triton_fragment(),
+        "conformance_triton.md": _conformance_triton_fragment(),
     }
     written = set()
     results = os.path.join(GENERATED, "results")

@@ -129,6 +129,7 @@ def test_expected_pages_exist(site: str) -> None:
         "autodiff.html",
         "aoti.html",
         "hardening.html",
+        "cpp_or_triton.html",
     }
     assert expected <= pages, f"missing pages: {sorted(expected - pages)}"
 
@@ -142,6 +143,7 @@ TOP_LEVEL = [
     "Conformance",
     "Compatibility",
     "Classic or stable ABI?",
+    "C++/CUDA or Triton?",
     "Performance",
     "Troubleshooting",
 ]
@@ -265,6 +267,8 @@ def test_results_are_shown_where_they_exist(site: str) -> None:
         "conformance.xml": "conformance.html",
         "conformance-stable.xml": "conformance.html",
         "perf": "performance.html",
+        "cpp_or_triton.md": "cpp_or_triton.html",
+        "conformance-triton-gpu.xml": "cpp_or_triton.html",
     }
     for name, page in pages.items():
         with open(os.path.join(site, page), encoding="utf-8") as f:
