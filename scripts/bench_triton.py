@@ -311,8 +311,9 @@ def _first_call(which: str, env: dict) -> dict:
         text=True,
         env=env,
         cwd=tempfile.gettempdir(),  # not the source tree: import the installed extension_cpp
-        check=True,
     )
+    if run.returncode != 0:
+        raise RuntimeError(f"the {which} first-call process failed:\n{run.stderr[-3000:]}")
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 

@@ -32,8 +32,9 @@ from ._checks import message
 # Elements per program: a run of the dense kernel, a tile of the tiled one.
 BLOCK = 1024
 TILE = 2048
-# Widest tile: 64 elements along out's rows (enough for a 128-byte line of
-# float16 in each direction), unless the rows are too few to fill the tile.
+# A tile is at most 64 elements wide along out's rows where there are rows
+# enough to fill it: 32 x 64, so that an input transposed against out is read
+# in runs of 32 elements (64 bytes of float16 or more).
 TILE_WIDTH = 64
 # Dimensions the tiled kernel takes after merging.
 MAX_DIMS = 4
@@ -133,7 +134,8 @@ def _fits_int32(*extents) -> bool:
 def launch(op: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: float = 0.0) -> None:
     """Writes op(a, b, c) into out: a, b and out of one shape, dtype and
     device, in any layouts; out without internal overlap (the op has checked
-    that). Raises if more than MAX_DIMS dimensions remain after merging."""
+    that). Raises if more than MAX_DIMS dimensions remain after merging. With
+    no elements, the grid has no programs and Triton launches nothing."""
     n = out.numel()
     if a.is_contiguous() and b.is_contiguous() and out.is_contiguous():
         dims = [[n, (1, 1, 1)]]
