@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 import warnings
 
 import torch
@@ -481,11 +482,19 @@ def main() -> None:
         "first-call": lambda: first_call(args.cpp_build_seconds),
         "fusion": lambda: fusion(args.device, sync),
     }
+    failed = []
     for name in SECTIONS:
         if name not in sections:
             continue
         print(f"{name} ...", flush=True)
-        data[name], section = steps[name]()
+        try:
+            data[name], section = steps[name]()
+        except Exception:  # noqa: BLE001  (reported in the tables; the next section runs)
+            failed.append(name)
+            error = traceback.format_exc()
+            print(error, flush=True)
+            data[name] = {"error": error}
+            section = [f"## {name}: failed", "", "```text", error.strip()[-2000:], "```", ""]
         lines += section
         # What is done so far, should a later section fail or run out of time.
         with open(args.out, "w") as f:
@@ -494,6 +503,8 @@ def main() -> None:
             with open(args.json, "w") as f:
                 json.dump(_jsonable(data), f, indent=1)
     print(f"done in {time.time() - started:.0f} s; wrote {args.out}", flush=True)
+    if failed:
+        sys.exit(f"sections that failed: {', '.join(failed)}")
 
 
 if __name__ == "__main__":

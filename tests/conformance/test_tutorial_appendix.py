@@ -201,12 +201,14 @@ def test_triton_ops_refuse_cpu_tensors(extension_triton, mode):
 
 
 # The harness cases of test_triton.py that the interpreter runs in a few
-# seconds: the results on every layout in float32, and in float16 and float64
-# on one layout of the tiled kernel. The interpreter computes in NumPy, so not
-# the -specials cases (NumPy's warnings on NaN and infinities are errors here)
-# nor bfloat16 (it rounds float32 to bfloat16 toward zero, a GPU and the
-# reference, to nearest).
-INTERPRETED_CHECKS = "results and (float32 or -mixed-b-first) and not (specials or bfloat16)"
+# seconds: results and output strides on every layout in float32, and results
+# in float16 and float64 on one layout of the tiled kernel. The interpreter
+# computes in NumPy, so not the -specials cases (NumPy's warnings on NaN and
+# infinities are errors here) nor bfloat16 (the interpreter rounds float32 to
+# bfloat16 toward zero; a GPU, like the reference, rounds to nearest).
+INTERPRETED_CHECKS = (
+    "(strides or results and (float32 or -mixed-b-first)) and not (specials or bfloat16)"
+)
 
 
 def _wrap_triton_takes_interpreted_kernels() -> bool:
@@ -235,4 +237,4 @@ def test_triton_kernels_in_the_interpreter():
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     passed = int(re.search(r"(\d+) passed", run.stdout).group(1))
-    assert passed == 57, run.stdout[-3000:]
+    assert passed == 108, run.stdout[-3000:]
