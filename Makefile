@@ -22,8 +22,8 @@ export PYTHONUNBUFFERED := 1
 OPS_HASH := $(shell cat extension_cpp/*.py stable/extension_cpp_stable/*.py tutorial/appendix/triton/extension_triton/*.py csrc/*.h csrc/*.cpp csrc/*/* csrc/*/*/* tests/harness_zoo/zoo* 2>/dev/null | sha1sum | cut -c1-12)
 export TORCHINDUCTOR_CACHE_DIR ?= $(CURDIR)/build/inductor-$(OPS_HASH)
 
-.PHONY: setup build build-simple lint format test test-conformance test-simple tutorial wheel matrix \
-	bench docs docs-deps test-docs clean fuzz sanitize test-huge compute-sanitizer
+.PHONY: setup build build-simple test-deps lint format test test-conformance test-simple tutorial \
+	wheel matrix bench docs docs-deps test-docs clean fuzz sanitize test-huge compute-sanitizer
 
 setup: $(STAMP)
 
@@ -34,7 +34,11 @@ $(STAMP): requirements/dev.txt requirements/torch.txt requirements/test.txt
 	$(PY) -m pip install --progress-bar off -r requirements/torch.txt -r requirements/dev.txt
 	touch $@
 
+# The harness (harness/, extension-cpp-testing) is pure Python: installed
+# editable, so both packages' `testing` modules re-export this tree's copy.
 build: setup
+	@echo "==> installing the harness, extension-cpp-testing (harness/)"
+	$(PY) -m pip install --no-build-isolation --no-deps -e harness/ -q
 	@echo "==> building extension_cpp (CUDA archs: $(TEST_CUDA_ARCHS))"
 	TORCH_CUDA_ARCH_LIST="$(TEST_CUDA_ARCHS)" MAX_JOBS=$${MAX_JOBS:-2} \
 		$(PY) -m pip install --no-build-isolation --no-deps -e . -q
@@ -111,12 +115,23 @@ test-huge: build
 compute-sanitizer: build
 	PY=$(CURDIR)/$(PY) scripts/compute_sanitizer.sh
 
+# tests/third_party runs the harness on torchvision's ops: the torchvision
+# release built for requirements/torch.txt's torch, without its dependencies
+# (they would replace that torch).
+TORCHVISION ?= 0.29.1
+test-deps: setup
+	@$(PY) -c "import torchvision" 2>/dev/null || { \
+		echo "==> installing torchvision $(TORCHVISION) for tests/third_party"; \
+		$(PY) -m pip install --progress-bar off -q --no-deps torchvision==$(TORCHVISION); }
+
 # EXTENSION_CPP_HUGE=1: the tests past 2^31 elements (about 20 s and 4.6 GiB
 # on the CPU) run here; a bare pytest skips them.
-test: lint build build-simple docs-deps
-	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests --ignore=tests/docs -p docs.pytest_machine --junitxml=docs/results/conformance.xml
+# Each run's junit XML goes to build/results/ (docs/results/README.md says how
+# one becomes the conformance page).
+test: lint build build-simple docs-deps test-deps
+	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests --ignore=tests/docs -p docs.pytest_machine --junitxml=build/results/conformance.xml
 	EXTENSION_CPP_HUGE=1 EXTENSION_CPP_BUILD=stable $(PY) -m pytest tests/conformance -p docs.pytest_machine \
-		--junitxml=docs/results/conformance-stable.xml
+		--junitxml=build/results/conformance-stable.xml
 	$(call test_simple,$(SIMPLE_TESTS) -k "not capped and not compile and not dynamic and not export")
 	$(build_docs)
 	$(PY) -m pytest tests/docs
@@ -147,9 +162,11 @@ tutorial: build
 	$(PY) tutorial/walk.py
 
 # One cp39-abi3 wheel in dist/, CUDA kernels for setup.py's release list,
-# audited (abi3audit --strict, auditwheel). scripts/matrix.py says how.
+# audited (abi3audit --strict, auditwheel), and the harness's py3-none-any
+# wheel beside it (extension_cpp requires it). scripts/matrix.py says how.
 wheel: setup
 	$(PY) scripts/matrix.py build --python $(PY) --out dist
+	$(PY) scripts/matrix.py build-harness --out dist
 
 # The compatibility matrix: the oldest track builds once against torch 2.8
 # (the newest release with CPython 3.9) and tests that file on 3.9 to 3.13;
@@ -158,23 +175,32 @@ wheel: setup
 # message. The stable track builds extension_cpp_stable once against this
 # venv's torch and tests that file next to torch 2.10 to 2.15 (CPython 3.12)
 # and on CPython 3.10 to 3.13 (torch 2.10): 9 venvs, about 4 GB of downloads
-# per torch release (cached), which is why make test does not run it.
-# Writes docs/results/compatibility.{md,json}.
+# per torch release (cached), which is why make test does not run it. The
+# harness track installs the harness's wheel (--no-deps) next to torch 2.8
+# and 2.15 alone and runs the zoo and the torchvision OpSpecs there.
+# Writes build/results/compatibility.{md,json}.
 matrix: wheel
 	$(PY) scripts/matrix.py run --track oldest --foreign-wheel dist
 	$(PY) scripts/matrix.py run --track newest --wheel dist \
 		--foreign-wheel $${EXTENSION_CPP_CACHE:-$$HOME/.cache/extension_cpp}/dist/torch-2.8.0
 	$(PY) scripts/matrix.py run-stable
+	$(PY) scripts/matrix.py run-harness
 
-# Benchmarks (tests/perf, scripts/bench*.py): JSON, plots and ratio tables in
-# $(BENCH_OUT). Here: the CPU at 1 thread and at all threads. On a GPU box
-# with the extension built: make bench BENCH_DEVICE=cuda BENCH_OUT=$$OUT
+# Benchmarks (scripts/bench.py): the machine's results page, <kind>.md, in
+# $(BENCH_OUT), and the raw measurements, plots and each part's tables in
+# build/bench/<kind>/. Here: the CPU at 1 thread and at all threads; on a GPU
+# machine: make bench BENCH_DEVICE=cuda. Neither writes a tracked file;
+# BENCH_OUT=docs/results/perf puts the page into the docs.
+# BENCH_PARTS picks parts (layouts, ratios, stable, bandwidth); a later run of
+# one part keeps the others' last results on the page.
 BENCH_DEVICE ?= cpu
 BENCH_THREADS ?= 1,$(shell nproc)
-BENCH_OUT ?= docs/results/perf
+BENCH_OUT ?= build/bench
+BENCH_PARTS ?= layouts,ratios,stable,bandwidth
 
 bench: build
-	$(PY) scripts/bench.py --device $(BENCH_DEVICE) --threads $(BENCH_THREADS) --out $(BENCH_OUT)
+	$(PY) scripts/bench.py --device $(BENCH_DEVICE) --threads $(BENCH_THREADS) \
+		--parts $(BENCH_PARTS) --out $(BENCH_OUT)
 
 clean:
 	rm -rf build dist *.egg-info extension_cpp/_C*.so extension_cpp/_build_info.py \

@@ -1,6 +1,6 @@
 """Build settings shared by setup.py (the classic package) and stable/setup.py
 (the stable-ABI one): when to compile the CUDA kernels, for which
-architectures, and the C++ flags.
+architectures, the C++ flags, and the harness both packages require.
 
 Environment variables:
   EXTENSION_CPP_CUDA    auto (default): compile the CUDA kernels when torch is a
@@ -32,6 +32,10 @@ if not os.environ.get("CUDA_HOME") and not os.environ.get("CUDA_PATH"):
 import torch  # noqa: E402
 from torch.utils import cpp_extension  # noqa: E402
 from torch.utils.cpp_extension import CUDA_HOME  # noqa: E402
+
+# The conformance harness (harness/, pure Python), which each package
+# re-exports as its `testing` module.
+HARNESS = "extension-cpp-testing>=0.1"
 
 PY_LIMITED_API = "0x03090000"  # CPython 3.9: the oldest Python the classic wheel supports
 RELEASE_CUDA_ARCHS = "7.5;8.0;8.6;8.9;9.0;10.0;12.0+PTX"

@@ -14,6 +14,7 @@ sys.path.insert(0, ROOT)
 
 # build_options sets CUDA_HOME, so it comes before torch.utils.cpp_extension.
 from build_options import (  # noqa: E402
+    HARNESS,
     NVCC_FLAGS,
     build_ext,
     fast_kernels,
@@ -78,7 +79,7 @@ setup(
     description="Reference PyTorch custom C++/CUDA operators with fake kernels and autograd",
     packages=find_packages(include=["extension_cpp", "extension_cpp.*"]),
     ext_modules=[extension()],
-    install_requires=[torch_requirement()],
+    install_requires=[torch_requirement(), HARNESS],
     python_requires=">=3.9",
     # Each kernel set compiles in a folder of its own, so switching between
     # them rebuilds nothing that has not changed.

@@ -1,9 +1,10 @@
 """Sphinx configuration for the extension_cpp documentation.
 
 Built by `make docs` with warnings as errors (-W --keep-going) and nitpicky
-cross-references (-n). Pages that show results (tutorial stages, conformance,
-compatibility, performance) and the tutorial pages are generated at build time
-by _ext/generate.py from the files that produced them, never pasted.
+cross-references (-n). The tutorial pages are generated at build time by
+_ext/generate.py from tutorial/, and the results pages from the stamped
+Markdown in docs/results/ (docs/results/README.md), never pasted. The build
+prints the site's word count.
 """
 
 import os
@@ -29,7 +30,7 @@ source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 # results/ and _generated/fragments/ hold pieces that pages include; they are
 # not pages of their own.
-exclude_patterns = ["_build", "results", "_generated/fragments", "troubleshooting_src"]
+exclude_patterns = ["_build", "results", "_generated/fragments"]
 
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
@@ -39,7 +40,9 @@ html_title = "extension_cpp"
 html_static_path = ["_static"]
 html_css_files = ["wrap.css"]
 
-autodoc_typehints = "description"
+# Types in the signature: as "description" they became a second "Parameters"
+# list after the docstring's own, since a paragraph splits the field list.
+autodoc_typehints = "signature"
 autodoc_member_order = "bysource"
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False

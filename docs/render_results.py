@@ -1,19 +1,26 @@
-"""Turns the reference suite's junit XML into the Markdown of the conformance page.
+"""Renders a run's raw results as the Markdown pages the docs show.
 
-`make test` runs pytest with --junitxml=docs/results/conformance.xml; the docs
-build calls render_conformance() on that file (see _ext/generate.py). Run it by
-hand to preview the table:
+The commands that produce results write them outside the tracked tree, into
+build/ (`make test`: build/results/conformance*.xml; `make tutorial`:
+build/results/tutorial_matrix*.{json,md}; `make bench`: build/bench/), so
+running them never changes a tracked file. A page reaches the docs only when
+someone copies it into docs/results/ on purpose (docs/results/README.md says
+how, page by page), and every page says where it came from: the command, the
+commit it ran at and when.
 
-    python docs/render_results.py [docs/results/conformance.xml]
+    python docs/render_results.py build/results/conformance.xml [--out docs/results/conformance.md]
 
-The page states when and where the run happened from the XML's own timestamp
-and hostname, and lists any testsuite properties the suite recorded (such as
-the torch version or the GPU), so a reader can tell a CPU-only run, where the
-CUDA cases are skipped, from a run on a GPU machine.
+renders a junit XML of the test suite (the conformance page's tables).
+walk.py and scripts/bench.py import stamp() and render their own pages.
 """
 
+from __future__ import annotations
+
+import argparse
 import os
+import platform
 import re
+import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
@@ -21,7 +28,66 @@ from datetime import datetime, timezone
 
 DOCS = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(DOCS)
-DEFAULT_XML = os.path.join(DOCS, "results", "conformance.xml")
+
+
+def commit() -> str:
+    """This checkout's commit, short, with "+ local changes" when tracked files differ."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short=10", "HEAD"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        # A copy of the tree without .git (a GPU machine's): the commit it was
+        # copied from, if whoever ran it said so.
+        return os.environ.get("EXTENSION_CPP_COMMIT", "unknown (not a git checkout)")
+    return head + (" + local changes" if dirty else "")
+
+
+def cpu_name() -> str:
+    """The CPU's model name, as /proc/cpuinfo gives it (else what platform knows)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def stamp(command: str) -> dict[str, str]:
+    """What every results page states about its run."""
+    return {
+        "command": command,
+        "commit": commit(),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+
+
+def stamp_line(s: dict[str, str]) -> str:
+    """`command` at commit `abc`, date (and, for runs stamped by hand from the
+    history, the commit that recorded the results)."""
+    recorded = f" (results recorded in `{s['recorded']}`)" if s.get("recorded") else ""
+    return f"`{s['command']}` at commit `{s['commit']}`{recorded}, {s['date']}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+# --------------------------------------------------------------------------
+# The test suite's junit XML
 
 
 def _outcome(case: ET.Element) -> tuple[str, str]:
@@ -36,107 +102,93 @@ def _outcome(case: ET.Element) -> tuple[str, str]:
     return "passed", ""
 
 
-def _test_function(case: ET.Element) -> str:
-    """'tests.conformance.test_ops' + 'test_values[cpu-float32]' -> 'test_ops.py::test_values'."""
-    module = (case.get("classname") or "").split(".")
-    name = re.sub(r"\[.*\]$", "", case.get("name") or "")
-    # classname is "pkg.module" or "pkg.module.Class"; keep the file and class.
-    parts = [p for p in module if p != "tests"]
+def _test_file(case: ET.Element) -> str:
+    """'tests.conformance.test_ops[.Class]' -> 'conformance/test_ops.py'."""
+    parts = [p for p in (case.get("classname") or "").split(".") if p != "tests"]
     if parts and parts[-1][:1].isupper():
-        return f"{'/'.join(parts[:-1])}.py::{parts[-1]}::{name}"
-    return f"{'/'.join(parts)}.py::{name}"
+        parts = parts[:-1]
+    return "/".join(parts) + ".py"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+ORDER = ("passed", "failed", "error", "skipped", "xfailed")
+# Testsuite properties worth a reader's attention (docs/pytest_machine.py records them).
+SHOWN_PROPERTIES = ("python", "torch", "cpu", "gpu", "selection")
 
 
-def render_conformance(xml_path: str, command: str = "make test") -> str:
-    """The summary of a junit XML run: counts per test function, failures, skip reasons."""
+def render_conformance(xml_path: str) -> str:
+    """The run's stamp, its totals, one row per test file, then failures and skips."""
     root = ET.parse(xml_path).getroot()
     suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
-    suite = suites[0]
-    counts: dict[str, Counter] = defaultdict(Counter)
+    by_file: dict[str, Counter] = defaultdict(Counter)
     totals: Counter = Counter()
     problems: list[tuple[str, str, str]] = []  # (outcome, test id, message)
     skip_reasons: Counter = Counter()
     for s in suites:
         for case in s.iter("testcase"):
             outcome, message = _outcome(case)
-            counts[_test_function(case)][outcome] += 1
+            by_file[_test_file(case)][outcome] += 1
             totals[outcome] += 1
             if outcome in ("failed", "error"):
                 problems.append((outcome, f"{case.get('classname')}::{case.get('name')}", message))
             elif outcome == "skipped":
                 skip_reasons[message] += 1
 
-    when = suite.get("timestamp", "")
+    when = suites[0].get("timestamp", "")
     try:
         when = datetime.fromisoformat(when).astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     except ValueError:
         when = when or "an unknown time"
-    host = suite.get("hostname", "an unknown host")
     seconds = sum(float(s.get("time") or 0) for s in suites)
-    lines = [
-        f"Produced by `{command}` at **{when}** on host **{host}** "
-        f"(`{os.path.relpath(xml_path, REPO)}`, "
-        f"{seconds:.0f} s of tests).",
-        "",
+    properties = dict((p.get("name"), p.get("value")) for s in suites for p in s.iter("property"))
+    run = {
+        "command": properties.get("command", "pytest"),
+        "commit": properties.get("commit", "not recorded"),
+        "date": when,
+        "recorded": properties.get("recorded", ""),
+    }
+    lines = [f"{stamp_line(run)}: {seconds:.0f} s of tests.", "", "| run | |", "| --- | --- |"]
+    lines += [
+        f"| {name} | {_cell(str(properties[name]))} |"
+        for name in SHOWN_PROPERTIES
+        if name in properties
     ]
-    properties = [(p.get("name"), p.get("value")) for s in suites for p in s.iter("property")]
-    if properties:
-        lines += ["| property | value |", "| --- | --- |"]
-        lines += [f"| {_cell(str(k))} | {_cell(str(v))} |" for k, v in properties]
-        lines.append("")
-    order = ("passed", "failed", "error", "skipped", "xfailed")
-    summary = ", ".join(f"{totals[o]} {o}" for o in order if totals[o])
-    lines += [f"**{sum(totals.values())} tests: {summary}.**", ""]
-    lines += ["| test | " + " | ".join(order) + " |", "| --- |" + " ---: |" * len(order)]
-    for test in sorted(counts):
-        row = " | ".join(str(counts[test][o] or "") for o in order)
-        lines.append(f"| `{_cell(test)}` | {row} |")
+    summary = ", ".join(f"{totals[o]} {o}" for o in ORDER if totals[o])
+    lines += ["", f"**{sum(totals.values())} tests: {summary}.**", ""]
+    lines += ["| test file | " + " | ".join(ORDER) + " |", "| --- |" + " ---: |" * len(ORDER)]
+    for name in sorted(by_file):
+        row = " | ".join(str(by_file[name][o] or "") for o in ORDER)
+        lines.append(f"| `{name}` | {row} |")
     lines.append("")
     if problems:
-        lines += ["### Failures", "", "| outcome | test | message |", "| --- | --- | --- |"]
+        lines += ["**Failures:**", "", "| outcome | test | message |", "| --- | --- | --- |"]
         lines += [f"| {o} | `{_cell(t)}` | {_cell(m)[:300]} |" for o, t, m in problems]
         lines.append("")
     if skip_reasons:
-        lines += ["### Why tests were skipped", "", "| tests | reason |", "| ---: | --- |"]
-        lines += [f"| {n} | {_cell(r)} |" for r, n in skip_reasons.most_common()]
+        lines += ["**Why tests were skipped:**", "", "| tests | reason |", "| ---: | --- |"]
+        lines += [f"| {n} | {_cell(r)[:200]} |" for r, n in skip_reasons.most_common()]
         lines.append("")
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
-    print(render_conformance(sys.argv[1] if len(sys.argv) > 1 else DEFAULT_XML))
-
-
-def render_tests(xml_path: str, module: str, names: list[str]) -> str:
-    """A table of how the named tests of one module fared in a junit XML run."""
-    root = ET.parse(xml_path).getroot()
-    rows = []
-    for case in root.iter("testcase"):
-        function = re.sub(r"\[.*\]$", "", case.get("name") or "")
-        if case.get("classname", "").endswith(module) and function in names:
-            outcome, message = _outcome(case)
-            rows.append(f"| `{case.get('name')}` | {outcome} | {_cell(message[:300])} |")
-    if not rows:
-        return ""
-    return "\n".join(["| test | result | message |", "| --- | --- | --- |", *rows]) + "\n"
-
+# --------------------------------------------------------------------------
+# The tutorial's stage x check matrix (tutorial/walk.py's report)
 
 SYMBOLS = {"pass": "✓", "fail": "✗", "skip": "–"}
 
 
 def render_tutorial_matrix(
-    report: dict, checks: list[tuple[str, str, str]], label_prefix: str = ""
+    report: dict,
+    checks: list[tuple[str, str, str]],
+    label_prefix: str = "",
+    describe_columns: bool = True,
 ) -> str:
     """The stage x check table of tutorial/walk.py's report: marks, errors in footnotes.
 
     checks: (key, column title, what it runs), tutorial/matrix.py's CHECKS. A
     cell is ✓, ✗ or – (skipped); each ✗ carries a footnote with the reason and
     the first line of the error the reader sees, one footnote per reason.
-    label_prefix starts every footnote label, so two tables can share a page.
+    label_prefix starts every footnote label, so two tables can share a page;
+    the second of them need not describe the columns again.
     """
     notes: dict[str, str] = {}  # reason -> footnote text
 
@@ -158,7 +210,7 @@ def render_tutorial_matrix(
         if reason:
             label = label_prefix + re.sub(r"[^a-z0-9]+", "-", reason.lower()).strip("-")
             if reason not in notes:
-                shown = error if len(error) <= 400 else error[:400] + " [...]"
+                shown = error if len(error) <= 160 else error[:160] + " [...]"
                 notes[reason] = f"[^{label}]: **{reason}**" + (f": `{shown}`" if shown else "")
             text += f"[^{label}]"
         return text
@@ -167,13 +219,39 @@ def render_tutorial_matrix(
     lines = ["| checkpoint | " + " | ".join(titles) + " |", "| --- |" + " :-: |" * len(titles)]
     for stage, cells in report["stages"].items():
         lines.append(f"| {stage} | " + " | ".join(mark(cells[key]) for key, _, _ in checks) + " |")
+    machine = report.get("machine", "")
     lines += [
         "",
         f"✓ passes, ✗ fails as `tutorial/matrix.py` declares, – skipped. torch "
-        f"{report['torch']}, {'with' if report['cuda'] else 'without'} a GPU.",
+        f"{report['torch']}, {'with' if report['cuda'] else 'without'} a GPU"
+        + (f" ({machine})" if machine else "")
+        + (f"; {stamp_line(report['stamp'])}" if "stamp" in report else "")
+        + ".",
         "",
-        "Columns: " + "; ".join(f"**{title}**: {what}" for _, title, what in checks) + ".",
-        "",
+        *(
+            ["Columns: " + "; ".join(f"**{title}**: {what}" for _, title, what in checks) + ".", ""]
+            if describe_columns
+            else []
+        ),
         *[notes[reason] + "\n" for reason in notes],
     ]
     return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="Renders a junit XML run as Markdown.")
+    parser.add_argument("xml", help="e.g. build/results/conformance.xml (from make test)")
+    parser.add_argument("--out", help="write the page here (e.g. docs/results/conformance.md)")
+    args = parser.parse_args()
+    text = render_conformance(args.xml)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(text)
+        print(f"wrote {args.out}")
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,74 +1,369 @@
-"""Runs the benchmark suite and writes its report: what `make bench` calls.
+"""Runs the benchmarks and writes the machine's results page: what `make bench` calls.
 
-    python scripts/bench.py --device cpu --threads 1,2 --out docs/results/perf
-    python scripts/bench.py --device cuda --out "$OUT"
+    python scripts/bench.py --device cpu --threads 1,2 [--parts layouts,ratios] [--out DIR]
+    python scripts/bench.py --device cuda
 
-Builds nothing: it benchmarks the extension_cpp that Python imports. Runs
-tests/perf with EXTENSION_CPP_BENCH=full through pytest-benchmark, then
-scripts/bench_report.py (plots, ratio tables, PASS/MISS) and
-scripts/bench_ratios.py (the ratios timed interleaved, and per-call overhead). Files are named
-<device>-<model>-torch<version>-<date>[...], so runs on different machines
-sit side by side.
+Builds nothing: it benchmarks the extension_cpp that Python imports. A machine
+is known by its kind, `cpu-<N>cores` or `cuda`, and each part of a run writes
+its tables, stamped with its command, commit and date, to build/bench/<kind>/:
+
+  layouts    scripts/bench_layouts.py: every memory layout, dtype and op against
+             the fastest PyTorch implementation (eager, addcmul, torch.compile),
+             interleaved, with an A/A control. The page's headline comes from it.
+  ratios     scripts/bench_ratios.py: whole calls from one element up, against
+             the native op, and the cost of one call.
+  stable     scripts/bench_stable.py: the stable-ABI build against the classic one.
+  bandwidth  tests/perf/test_bench.py through pytest-benchmark, then
+             scripts/bench_report.py: GB/s, the fraction of a device copy, plots.
+
+The page, <kind>.md, is assembled from the last results of every part in that
+folder (so a part can be rerun alone) and written to --out: build/bench by
+default, outside the tracked tree. `--out docs/results/perf` (make bench
+BENCH_OUT=docs/results/perf) replaces the docs' page for this kind of machine;
+the raw measurements stay in build/bench.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
+import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RAW = os.path.join(ROOT, "build", "bench")
+PARTS = ("layouts", "ratios", "stable", "bandwidth")
+# Each part's section on the page, in this order.
+TITLES = {
+    "layouts": "Every layout",
+    "ratios": "Whole calls, by size",
+    "stable": "Stable ABI against classic",
+    "bandwidth": "Bandwidth",
+}
+
+sys.path.insert(0, os.path.join(ROOT, "docs"))
+from render_results import stamp, stamp_line  # noqa: E402
 
 
-def label(device: str) -> str:
+def kind(device: str) -> str:
+    """The kind of machine a page describes: cpu-2cores, cpu-16cores, cuda."""
+    return "cuda" if device == "cuda" else f"cpu-{os.cpu_count()}cores"
+
+
+def kind_title(kind_name: str) -> str:
+    """cpu-2cores -> 2-core CPU; cuda -> GPU."""
+    cores = re.fullmatch(r"cpu-(\d+)cores", kind_name)
+    return f"{cores[1]}-core CPU" if cores else "GPU"
+
+
+def machine(device: str) -> str:
     import torch
 
+    if device == "cuda":
+        return torch.cuda.get_device_name()
     sys.path.insert(0, os.path.join(ROOT, "tests", "perf"))
     from cases import cpu_name
 
-    # A CPU's model name alone does not tell a 2-core VM from a 16-core host.
-    name = (
-        torch.cuda.get_device_name() if device == "cuda" else f"{cpu_name()} {os.cpu_count()}cores"
-    )
-    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-    version = torch.__version__.split("+")[0]
-    return f"{device}-{slug}-torch{version}-{datetime.date.today().isoformat()}"
+    return f"{cpu_name()}, {os.cpu_count()} cores"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    parser.add_argument("--threads", default="", help="CPU thread counts, e.g. 1,2")
-    parser.add_argument("--dtypes", default="", help="restrict to these dtypes, e.g. float32")
-    parser.add_argument("--out", default=os.environ.get("OUT") or "docs/results/perf")
-    parser.add_argument("--no-compile", action="store_true", help="leave out torch.compile")
-    args = parser.parse_args()
+def run_part(part: str, args, raw: str) -> None:
+    """Runs one part, writing raw/<part>.md and raw/<part>.json (its stamp)."""
+    import torch
 
-    os.makedirs(args.out, exist_ok=True)
-    name = label(args.device)
-    results = os.path.join(args.out, name + ".json")
+    md = os.path.join(raw, f"{part}.md")
+    if part == "bandwidth":
+        shown = run_bandwidth(args, raw, md)
+    else:
+        command = [os.path.join("scripts", f"bench_{part}.py"), "--device", args.device]
+        if part == "layouts" and args.device == "cpu" and args.threads:
+            command += ["--threads", args.threads]
+        shown = "python " + shlex.join(command)
+        print(f"==> {part}: {shown}", flush=True)
+        subprocess.run([sys.executable, *command, "--out", md], cwd=ROOT, check=True)
+    record = stamp(shown)
+    record.update(machine=machine(args.device), torch=torch.__version__)
+    with open(os.path.join(raw, f"{part}.json"), "w") as f:
+        json.dump(record, f, indent=1)
+
+
+def run_bandwidth(args, raw: str, md: str) -> str:
+    """pytest-benchmark over tests/perf, then its tables and plots; returns the command."""
+    results = os.path.join(raw, "bandwidth-raw.json")
     env = dict(os.environ, EXTENSION_CPP_BENCH="full", EXTENSION_CPP_BENCH_DEVICES=args.device)
     if args.threads:
         env["EXTENSION_CPP_BENCH_THREADS"] = args.threads
-    if args.dtypes:
-        env["EXTENSION_CPP_BENCH_DTYPES"] = args.dtypes
-    if args.no_compile:
-        env["EXTENSION_CPP_BENCH_COMPILE"] = "0"
+    shown = f"EXTENSION_CPP_BENCH=full EXTENSION_CPP_BENCH_DEVICES={args.device} " + (
+        f"EXTENSION_CPP_BENCH_THREADS={args.threads} " if args.threads else ""
+    )
+    shown += "pytest tests/perf/test_bench.py, then python scripts/bench_report.py"
+    print(f"==> bandwidth: {shown}", flush=True)
     pytest = [sys.executable, "-m", "pytest", os.path.join(ROOT, "tests", "perf", "test_bench.py")]
     # -p no:warnings: the suite's warnings-as-errors guard `make test`; a full
     # run should not die on a library's UserWarning halfway through.
     pytest += ["-q", "-p", "no:cacheprovider", "-p", "no:warnings", f"--benchmark-json={results}"]
     pytest += ["--benchmark-columns=min,median,rounds", "--benchmark-group-by=group"]
     subprocess.run(pytest, env=env, cwd=ROOT, check=True)
-
     report = os.path.join(ROOT, "scripts", "bench_report.py")
-    subprocess.run([sys.executable, report, results], check=True)
-    ratios = os.path.join(ROOT, "scripts", "bench_ratios.py")
-    out = os.path.join(args.out, name + "-ratios.md")
-    subprocess.run([sys.executable, ratios, "--device", args.device, "--out", out], check=True)
+    subprocess.run([sys.executable, report, results, "--md", md], check=True)
+    return shown
+
+
+# --------------------------------------------------------------------------
+# The page
+
+# A row of bench_layouts.py's table: | dtype | layout | us | op cell x3 | A/A |,
+# each op cell "**best** (eager / compile[, f copy])".
+_ROW = re.compile(r"^\| (\w+) \| ([^|]+?) \| [\d.]+ \| (.+) \| ([\d.]+) \|$")
+_CELL = re.compile(r"\*\*([\d.]+)\*\*(?: \(([^)]*)\))?")
+_SECTION = re.compile(r"^## Layouts: (.+)$")
+OPS = ("mymuladd", "mymul", "myadd_out")
+
+
+def _spread(values: list[float]) -> str:
+    low, high = f"{min(values):.2f}", f"{max(values):.2f}"
+    return low if low == high else f"{low}-{high}"
+
+
+def layout_cells(markdown: str) -> dict[str, list[tuple]]:
+    """{section: [(best ratio, op, dtype, layout, A/A, fraction of copy or None)]}."""
+    sections: dict[str, list[tuple]] = {}
+    current = None
+    for line in markdown.splitlines():
+        if m := _SECTION.match(line):
+            # A sweep run in parts names them: "cpu, 1 thread, 2^20 elements (float32)".
+            current = sections.setdefault(re.sub(r" \(.*\)$", "", m.group(1)), [])
+        elif current is not None and (m := _ROW.match(line)):
+            dtype, layout, cells, aa = m.groups()
+            for op, cell in zip(OPS, cells.split(" | ")):
+                best, detail = _CELL.match(cell).groups()
+                copy = re.search(r"([\d.]+) copy", detail or "")
+                current.append(
+                    (float(best), op, dtype, layout, float(aa), float(copy[1]) if copy else None)
+                )
+    return sections
+
+
+def headline(markdown: str) -> list[str]:
+    """The layout sweep in one table: for each thread count (or the GPU), how
+    many cells are ties or wins, the lowest and highest, and the A/A spread."""
+    sections = layout_cells(markdown)
+    if not sections:
+        return []
+    any_copy = any(c[5] is not None for cells in sections.values() for c in cells)
+    lines = [
+        "| run | cells at 1.0 or more | lowest | highest | A/A |"
+        + (" of copy |" if any_copy else ""),
+        "| --- | --- | --- | --- | --- |" + (" --- |" if any_copy else ""),
+    ]
+    for name, cells in sections.items():
+        low, high = min(cells), max(cells)
+        at_least = sum(round(c[0], 2) >= 1.0 for c in cells)
+        aa = [c[4] for c in cells]
+        row = (
+            f"| {name} | {at_least} of {len(cells)} | {low[0]:.2f} ({low[1]}, {low[2]}, "
+            f"{low[3]}) | {high[0]:.2f} ({high[1]}, {high[2]}, {high[3]}) | "
+            f"{_spread(aa)} |"
+        )
+        if any_copy:
+            copies = [c[5] for c in cells if c[5] is not None]
+            row += f" {_spread(copies)} |" if copies else " |"
+        lines.append(row)
+    return lines
+
+
+def compact_layouts(markdown: str) -> list[str]:
+    """bench_layouts.py's tables, one row per layout: each dtype's three ops
+    against the fastest PyTorch implementation, and the A/A control. On CUDA a
+    second table gives mymul's bandwidth as a fraction of a device copy's."""
+    lines = []
+    for name, cells in layout_cells(markdown).items():
+        dtypes = list(dict.fromkeys(c[2] for c in cells))
+        layouts = list(dict.fromkeys(c[3] for c in cells))
+        best = {(c[2], c[3], c[1]): c[0] for c in cells}
+        aa = {(c[2], c[3]): c[4] for c in cells}
+        lines += [
+            f"### {name}",
+            "",
+            "Each cell: `mymuladd` / `mymul` / `myadd_out`, the fastest PyTorch "
+            "implementation's time over ours; A/A: `torch.mul` against itself, over the dtypes.",
+            "",
+            "| layout | " + " | ".join(dtypes) + " | A/A |",
+            "| --- |" + " --- |" * (len(dtypes) + 1),
+        ]
+        for layout in layouts:
+            row = [
+                " / ".join(f"{best[(d, layout, op)]:.2f}" for op in OPS if (d, layout, op) in best)
+                for d in dtypes
+            ]
+            spread = [aa[(d, layout)] for d in dtypes if (d, layout) in aa]
+            lines.append(f"| {layout} | " + " | ".join(row) + f" | {_spread(spread)} |")
+        lines.append("")
+        copies = {(c[2], c[3]): c[5] for c in cells if c[1] == "mymul" and c[5] is not None}
+        if copies:
+            lines += [
+                "`mymul`'s bandwidth as a fraction of a device copy's, counting the bytes "
+                "the layout must move:",
+                "",
+                "| layout | " + " | ".join(dtypes) + " |",
+                "| --- |" + " --- |" * len(dtypes),
+            ]
+            for layout in layouts:
+                row = [
+                    f"{copies[(d, layout)]:.2f}" if (d, layout) in copies else "" for d in dtypes
+                ]
+                lines.append(f"| {layout} | " + " | ".join(row) + " |")
+            lines.append("")
+    return lines
+
+
+# A row of bench_ratios.py's whole-call table: | dtype | 2^N | us | three op cells | A/A |,
+# each op cell "ratio" or "ratio (ratio through torch.ops.aten)".
+_CALL_ROW = re.compile(r"^\| (\w+) \| 2\^(\d+) \| [\d.]+ \| (.+) \| ([\d.]+) \|$")
+
+
+def compact_ratios(markdown: str) -> list[str]:
+    """bench_ratios.py's tables with its whole-call sweeps folded to one row per
+    size: each dtype's three ops against the native op, and the A/A spread.
+    The one-element table and the verdicts stay as they are."""
+    out, rows, title = [], {}, None
+
+    def flush() -> None:
+        if not rows:
+            return
+        dtypes = list(dict.fromkeys(d for d, _ in rows))
+        sizes = sorted({n for _, n in rows}, key=int)
+        out.extend(
+            [
+                "Each cell: `mymuladd` / `mymul` / `myadd_out`, the native op's time "
+                "(`torch.addcmul`, `torch.mul`, `torch.add(out=)`) over ours; A/A: "
+                "`torch.mul` against itself, over the dtypes.",
+                "",
+                "| N | " + " | ".join(dtypes) + " | A/A |",
+                "| --- |" + " --- |" * (len(dtypes) + 1),
+            ]
+        )
+        for n in sizes:
+            cells = [rows[(d, n)][0] if (d, n) in rows else "" for d in dtypes]
+            spread = [rows[(d, n)][1] for d in dtypes if (d, n) in rows]
+            out.append(f"| 2^{n} | " + " | ".join(cells) + f" | {_spread(spread)} |")
+        out.append("")
+        rows.clear()
+
+    for line in markdown.splitlines():
+        m = _CALL_ROW.match(line)
+        if m:
+            dtype, n, cells, aa = m.groups()
+            ratios = [c.split(" ")[0] for c in cells.split(" | ")]
+            rows[(dtype, n)] = (" / ".join(ratios), float(aa))
+            continue
+        if line.startswith("## ") or line.startswith("Target "):
+            flush()
+        if rows or (title and (line.startswith("Batches of calls") or line.startswith("|"))):
+            continue  # the sweep's own legend and header, replaced above
+        if line.startswith("## Whole call"):
+            title = line
+        elif line.strip():
+            title = None
+        out.append(line)
+    flush()
+    return _body("\n".join(out))
+
+
+def _body(markdown: str) -> list[str]:
+    """A part's tables without its own title line."""
+    lines = markdown.strip().splitlines()
+    if lines and lines[0].startswith("# "):
+        lines = lines[1:]
+    # Its sections become subsections of the part's.
+    return [("#" + line if line.startswith("## ") else line) for line in lines]
+
+
+def page(kind_name: str, parts: dict[str, tuple[str, dict]]) -> str:
+    """The results page of one kind of machine from its parts' (markdown, stamp)."""
+    first = next(iter(parts.values()))[1]
+    lines = [
+        f"# Results: {kind_title(kind_name)}",
+        "",
+        f"`make bench` on a {kind_title(kind_name)} (`{kind_name}`; here "
+        f"{first['machine']}), part by part, each with its machine, command and "
+        "commit. A ratio is PyTorch's time over ours, measured interleaved (above "
+        "1.0 ours is faster; inside the A/A spread, a tie); microseconds give the scale.",
+        "",
+    ]
+    if "layouts" in parts:
+        lines += [
+            "## Headline",
+            "",
+            "Each op against the fastest PyTorch implementation of the same "
+            "expression (eager, `torch.addcmul` or `torch.compile`), over every layout "
+            "and dtype of the layout sweep:",
+            "",
+            *headline(parts["layouts"][0]),
+            "",
+        ]
+    for part in PARTS:
+        if part not in parts:
+            continue
+        markdown, record = parts[part]
+        lines += [
+            f"## {TITLES[part]}",
+            "",
+            f"{stamp_line(record)}; {record['machine']}, torch {record['torch']}.",
+            "",
+            *(
+                compact_layouts(markdown)
+                if part == "layouts"
+                else compact_ratios(markdown)
+                if part == "ratios"
+                else _body(markdown)
+            ),
+            "",
+        ]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).rstrip() + "\n"
+
+
+def assemble(kind_name: str, raw: str, out: str) -> str:
+    parts = {}
+    for part in PARTS:
+        md, record = os.path.join(raw, f"{part}.md"), os.path.join(raw, f"{part}.json")
+        if os.path.exists(md) and os.path.exists(record):
+            with open(md, encoding="utf-8") as f, open(record, encoding="utf-8") as g:
+                parts[part] = (f.read(), json.load(g))
+    if not parts:
+        raise SystemExit(f"no results in {raw}: run `make bench` first")
+    os.makedirs(out, exist_ok=True)
+    path = os.path.join(out, f"{kind_name}.md")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(page(kind_name, parts))
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--threads", default="", help="CPU thread counts, e.g. 1,2")
+    parser.add_argument("--parts", default=",".join(PARTS), help="some of " + ", ".join(PARTS))
+    parser.add_argument("--out", default=RAW, help="where the page goes (default build/bench)")
+    parser.add_argument(
+        "--page-only", action="store_true", help="run nothing: rebuild the page from build/bench"
+    )
+    args = parser.parse_args()
+    parts = [p for p in args.parts.split(",") if p]
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        parser.error(f"--parts: expected some of {', '.join(PARTS)}, got {', '.join(unknown)}")
+    name = kind(args.device)
+    raw = os.path.join(RAW, name)
+    os.makedirs(raw, exist_ok=True)
+    if not args.page_only:
+        for part in parts:
+            run_part(part, args, raw)
+    path = assemble(name, raw, args.out)
+    print(f"wrote {path} (raw results in {os.path.relpath(raw, ROOT)}/)")
 
 
 if __name__ == "__main__":

@@ -131,11 +131,10 @@ def sweep(device: str, threads: int, only, dtypes, n_log2: int) -> list:
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     torch.set_num_threads(threads)
     # Inductor writes the thread count into the CPU kernels it generates, and
-    # torch 2.11's compile cache does not key on it: on the GPU host's 16-core
-    # Xeon, `a * b` compiled at 16 threads after a 1-thread compile of the
-    # same graph ran the 1-thread kernel (410-414 us against 59-67 compiled
-    # afresh, 2^20 float32). Naming the count in Inductor's config puts it in
-    # the key (68 us).
+    # torch 2.11's compile cache does not key on it: naming the count in
+    # Inductor's config puts it in the key, so each thread count times a
+    # kernel compiled for it (Note [Compile per thread count],
+    # docs/performance.md).
     torch._inductor.config.cpp.threads = threads if device == "cpu" else -1
     # Batches as long as 3 CPU calls (10 GPU calls) of the default size.
     calls = (10 if device == "cuda" else 3) * 2 ** max(0, SIZE_LOG2[device] - n_log2)

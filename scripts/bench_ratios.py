@@ -2,7 +2,7 @@
 
     python scripts/bench_ratios.py [--device cpu|cuda] [--out FILE.md]
 
-The ratio targets of issue 5 compare our ops with PyTorch's on one machine.
+The ratio targets compare our ops with PyTorch's on one machine.
 Timed one after the other, as the pytest-benchmark suite times them, two
 identical calls can differ by 10-50% on a shared or small machine, far more
 than the differences being judged. Here the candidates take turns instead:
@@ -59,13 +59,8 @@ def measure(cases: dict, rounds: int = 40, calls: int = 2000, sync=None, samples
     synchronisation run after each batch), the wall clock. Each round takes
     the cases in a new random order (seeded, so runs repeat), and each batch
     starts with one untimed call, so that no case always pays for the state
-    one particular case leaves behind. Both were measured on a 16-core Xeon:
-    * the first call after a torch.compile'd kernel's parallel region took
-      long enough that short batches of ours, which followed one, measured
-      0.63-0.76 of torch.mul, against 0.91-1.02 timed alone (the untimed call);
-    * at 1 thread, myadd_out on 2^20 float32 elements measured 0.86-0.93 of
-      torch.add(out=) when it always followed the compiled a * b, and 0.94-1.00
-      timed in a pair with torch.add alone, in either order (the shuffle).
+    one particular case leaves behind (Note [Interleaved timing] in
+    docs/performance.md gives what each was worth).
     """
     clock = time.thread_time_ns if sync is None else time.perf_counter_ns
     for fn in cases.values():

@@ -1,11 +1,12 @@
 """Turns a tests/perf pytest-benchmark JSON into plots, ratio tables and a verdict.
 
-    python scripts/bench_report.py RESULTS.json [--out DIR]
+    python scripts/bench_report.py RESULTS.json [--out DIR] [--md FILE]
 
 Writes next to the JSON (or into DIR), named after it:
     <name>_<dtype>.png   bandwidth against N, one panel per op and variant
                          (CPU thread count, or CUDA kernel/call time)
-    <name>.md            the ratio tables and the PASS/MISS list, for the docs
+    <name>.md            the ratio tables and the PASS/MISS list (or FILE);
+                         scripts/bench.py puts them on the machine's page
 and prints the PASS/MISS list. Every ratio compares numbers from the same
 run; the exit status is 0 whatever the verdict (a miss is a finding, not a
 crash). Needs only the standard library and matplotlib.
@@ -69,7 +70,7 @@ def best_baseline(row: dict) -> float | None:
 
 
 # ---------------------------------------------------------------------------
-# Targets (issue 5). Each check: (description, applies(variant, n), ratio(row), minimum).
+# Targets. Each check: (description, applies(variant, n), ratio(row), minimum).
 # ---------------------------------------------------------------------------
 
 
@@ -134,17 +135,15 @@ def markdown(table, meta, results) -> str:
     lines = [
         f"# Benchmarks: {meta['device_name']}, torch {meta['torch']}, {meta['date']}",
         "",
-        "Effective bandwidth counts 2 reads + 1 write per element (copy: 1 + 1).",
-        "Ratios are of GB/s measured in the same run; > 1 means ours is faster.",
-        "`best` is the fastest of eager, the native op and torch.compile.",
+        "Effective bandwidth counts 2 reads + 1 write per element (copy: 1 + 1). "
+        "Ratios are of GB/s measured in the same run; > 1 means ours is faster. "
+        "`best` is the fastest of eager, the native op and torch.compile. "
         f"Host load average (1 min) during the run: {meta['load']}.",
         "",
-        "Each implementation here is timed in its own test, one after another.",
-        "Two runs on one H200 gave PyTorch's own ops kernel times within 6% of",
-        "each other for N >= 2^20 (16% below), but whole-call times up to 1.6x",
-        "apart: more than the ops differ. For whole-call and CPU ratios the",
-        "interleaved tables (`-ratios.md`, from scripts/bench_ratios.py, with an",
-        "A/A control) are the measurement of record.",
+        "Each implementation is timed in its own test, one after another, so "
+        "the machine's drift between tests is in these ratios; the interleaved "
+        "tables (the layout sweep and the whole-call ratios, with their A/A "
+        "control) are the measurement of record. See Note [Interleaved timing].",
         "",
     ]
     by_variant = collections.defaultdict(dict)
@@ -228,6 +227,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("json")
     parser.add_argument("--out", help="folder for the outputs (default: the JSON's)")
+    parser.add_argument("--md", help="write the tables here instead")
     parser.add_argument("--no-plots", action="store_true")
     args = parser.parse_args()
     table, meta = load(args.json)
@@ -235,7 +235,8 @@ def main() -> None:
     os.makedirs(out, exist_ok=True)
     prefix = os.path.join(out, os.path.splitext(os.path.basename(args.json))[0])
     results = verdicts(table)
-    with open(prefix + ".md", "w") as f:
+    md = args.md or prefix + ".md"
+    with open(md, "w") as f:
         f.write(markdown(table, meta, results))
     written = [] if args.no_plots else plot(table, meta, prefix)
     width = max((len(r[0]) for r in results), default=10)
@@ -247,7 +248,7 @@ def main() -> None:
         )
     missed = sum(r[-1] == "MISS" for r in results)
     print(f"  {len(results) - missed} PASS, {missed} MISS")
-    print("wrote", prefix + ".md", *written)
+    print("wrote", md, *written)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ the spread of chance alone. Reported:
   kernel is Python (stable/extension_cpp_stable/_autograd.py): the
   difference between the two is its cost;
 * from N = 2^16 up, the ratio stable / classic twice:
-  - kernels: what issue #11's parity target is about, the same kernels
+  - kernels: what the parity target is about, the same kernels
     behind each binding. On the CPU the calls run under inference_mode, so
     the binding (checks, allocation, the C shim) is in and the Python
     Autograd kernel out. On CUDA a call is host-bound below a few MiB, so
@@ -68,12 +68,9 @@ def graphed(fn, pool, count: int = GRAPH_CALLS):
 
     Each call's output is dropped at once, so no memory of the graph
     outlives its capture, and the graphs of all candidates can share one
-    memory pool: each writes its output to the same block. With a pool per
-    graph, on the H100, mymul and mymuladd in bfloat16 at 2^22 elements (24
-    MiB in all, inside the 50 MiB L2 cache) measured 1.05 stable / classic
-    while myadd_out, which writes the one `out` every candidate shares,
-    measured 0.996; with one pool, 1.002-1.007: the output's address, not
-    the kernel."""
+    memory pool: each writes its output to the same block, so that where the
+    output lands in the L2 cache is the same for every candidate
+    (Note [Shared graph pool], docs/performance.md)."""
     return perf_cases.captured(fn, count, pool).replay
 
 

@@ -25,14 +25,15 @@ inside the A/A spread is a tie. Sections (``--sections``, all by default):
   and the C++ op's first call;
 * layouts: every layout of bench_layouts.py at 2^24 elements, kernels alone.
 
-Writes the Markdown tables to --out and every number to --json. ``--device
+Writes the Markdown tables to --out, stamped with the command, the commit
+(EXTENSION_CPP_COMMIT where the tree has no .git) and the date, and every
+number to --json. ``--device
 cpu`` (with TRITON_INTERPRET=1) runs the contiguous, layouts and per-call
 sections on the CPU, to try the script without a GPU: its numbers mean
 nothing.
 """
 
 import argparse
-import datetime
 import json
 import os
 import subprocess
@@ -45,11 +46,16 @@ import warnings
 import torch
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(REPO, "scripts"), os.path.join(REPO, "tutorial", "appendix", "triton")]
+sys.path[:0] = [
+    os.path.join(REPO, "scripts"),
+    os.path.join(REPO, "docs"),
+    os.path.join(REPO, "tutorial", "appendix", "triton"),
+]
 import extension_triton  # noqa: E402
 import triton  # noqa: E402
 from bench_layouts import layouts, stored_elements  # noqa: E402
 from bench_ratios import calls_per_batch, measure, perf_cases  # noqa: E402
+from render_results import stamp, stamp_line  # noqa: E402
 
 import extension_cpp  # noqa: E402
 
@@ -467,14 +473,15 @@ def main() -> None:
     shown = {"--sections": args.sections, "--log2": args.log2, "--layout-log2": args.layout_log2}
     command = "python scripts/bench_triton.py " + " ".join(f"{k} {v}" for k, v in shown.items())
     started = time.time()
+    record = stamp(command)
     lines = [
         f"# C++/CUDA against Triton: {where}, torch {torch.__version__}, Triton "
-        f"{triton.__version__}, {datetime.date.today().isoformat()}",
+        f"{triton.__version__}",
         "",
-        f"Made by `{command}`.",
+        f"{stamp_line(record)}.",
         "",
     ]
-    data = {"device": where, "torch": torch.__version__, "triton": triton.__version__}
+    data = {"device": where, "torch": torch.__version__, "triton": triton.__version__, **record}
     steps = {
         "contiguous": lambda: contiguous(args.device, sync, [int(e) for e in args.log2.split(",")]),
         "layouts": lambda: layout_sweep(args.device, sync, args.layout_log2),

@@ -12,6 +12,10 @@ in file contents and file names:
   OLD (each --op) -> NEW    an op, and every identifier built from it
                             (mymuladd_cpu -> fused_scale_cpu, test_mymuladd -> ...)
 
+The conformance harness keeps its name (extension_cpp_testing): the copy
+requires the harness's distribution, as this package does, and its
+NAME.testing re-exports it.
+
 A name matches only as a whole word, where "_" also separates words, so
 renaming mymul leaves mymuladd alone. Build outputs are not copied.
 docs/copy_your_own_op.md says what to do next; tests/test_copy_op.py builds a
@@ -28,6 +32,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = "extension_cpp"
+HARNESS = "extension_cpp_testing"  # another distribution: never renamed
 FILES = [
     "setup.py",
     "build_options.py",
@@ -47,7 +52,8 @@ def word(name: str) -> re.Pattern:
 
 
 def renamer(name: str, ops: dict[str, str]):
-    rules = [(word(PACKAGE), name), (word(PACKAGE.upper()), name.upper())]
+    package = re.compile(rf"{word(PACKAGE).pattern}(?!{re.escape(HARNESS[len(PACKAGE) :])}\b)")
+    rules = [(package, name), (word(PACKAGE.upper()), name.upper())]
     rules += [(word(old), new) for old, new in ops.items()]
 
     def rename(text: str) -> str:
@@ -100,7 +106,11 @@ def main() -> int:
         parser.error(f"{args.dest} exists; pick a new folder")
     written = copy(args.dest, args.name, dict(args.op))
     print(f"wrote {len(written)} files to {args.dest}")
-    leftover = [p for p in written if p.suffix != ".so" and PACKAGE in p.read_text(errors="ignore")]
+    leftover = [
+        p
+        for p in written
+        if p.suffix != ".so" and PACKAGE in p.read_text(errors="ignore").replace(HARNESS, "")
+    ]
     for path in leftover:
         print(f"  still mentions {PACKAGE}: {path}")
     return 1 if leftover else 0

@@ -14,11 +14,19 @@ Subcommands:
                    (--test-order, --test-order-seed: tests/conftest.py)
   run              one track: build once against a torch release, test it on
                    each CPython that release supports, write
-                   docs/results/compatibility.{json,md}
+                   build/results/compatibility.{json,md} (outside the tracked
+                   tree: docs/results/README.md says how the page reaches
+                   the docs)
   run-stable       the stable track: build extension_cpp_stable (stable/) once,
                    test that file next to torch 2.10 to 2.15 on one CPython
                    and on CPython 3.10 to 3.13 with torch 2.10
-  render           rewrite docs/results/compatibility.md from the .json
+  build-harness    build and audit the harness's py3-none-any wheel (harness/,
+                   extension-cpp-testing), which both op wheels require
+  run-harness      the harness track: that wheel, installed with --no-deps into
+                   a venv holding only torch (the oldest release it claims, and
+                   2.15) and the test tools, runs the zoo (tests/harness_zoo)
+                   and the torchvision OpSpecs (tests/third_party)
+  render           rewrite build/results/compatibility.md from the .json
 
 Only the standard library is used, so any CPython 3.9+ can run it. Downloads
 (torch and its CUDA libraries are several GB per Python) are kept in a
@@ -44,7 +52,7 @@ import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-RESULTS = REPO / "docs" / "results"
+RESULTS = REPO / "build" / "results"
 CACHE = Path(os.environ.get("EXTENSION_CPP_CACHE", Path.home() / ".cache" / "extension_cpp"))
 PYENV = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
 
@@ -508,6 +516,8 @@ def check_one_python(
     t = time.monotonic()
     if not shared_torch:
         pip_install(vpy, torch_version, [f"torch=={torch_version}", "-r", TEST_REQUIREMENTS])
+    # The harness the wheel requires is not on the index: its own wheel first.
+    pip_install(vpy, torch_version, ["--no-deps", harness_wheel()])
     # With deps: pip must find the installed torch satisfies the wheel's pin.
     pip_install(vpy, torch_version, [wheel])
     result["install_s"] = round(time.monotonic() - t, 1)
@@ -695,6 +705,7 @@ def cmd_run(args) -> None:
         "track": args.track,
         "torch": torch_version,
         "date": time.strftime("%Y-%m-%d"),
+        "commit": commit(),
         "build_s": build_s,
         "total_s": round(time.monotonic() - started, 1),
         "wheel": summary,
@@ -736,6 +747,7 @@ def cmd_run_stable(args) -> None:
     cells = [tuple(c.split(":")) for c in args.cells] if args.cells else STABLE_CELLS
     rows = []
     record = {"track": "stable", "date": time.strftime("%Y-%m-%d"), "build_s": build_s}
+    record["commit"] = commit()
     record.update(wheel=summary, results=rows, cells_planned=len(cells))
     if args.cells:
         # Some cells only: keep the other cells' results of an earlier run of
@@ -774,7 +786,245 @@ def cmd_run_stable(args) -> None:
 
 
 # ---------------------------------------------------------------------------
+# the harness: its own wheel, and its track
+
+
+HARNESS = REPO / "harness"
+# The harness track: the oldest torch the harness claims (harness/pyproject.toml)
+# and the newest release, each with a torchvision, installed --no-deps: the one
+# built for that torch, or for 2.15, which has none yet, the newest (built for
+# 2.14 on the stable ABI: its ops load on a later torch, or tests/third_party
+# skips and says why).
+HARNESS_TORCHES = {"2.8.0": "0.23.0", "2.15.0": "0.29.2"}
+HARNESS_PYTHON = "3.11"
+# What the harness's own tests need besides torch: pytest, the suite's
+# conftest.py (hypothesis), ninja to build the zoo, and what torchvision
+# imports (it goes in --no-deps): numpy and pillow.
+HARNESS_TEST_REQUIREMENTS = ["pytest", "hypothesis", "expecttest", "numpy", "pillow", "ninja"]
+
+
+def harness_wheel(out: Path = CACHE / "dist" / "harness") -> Path:
+    """Builds the harness wheel from a clean copy of harness/ (tracked and new
+    files) into out, audits it, and returns it."""
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("extension_cpp_testing-*.whl"):
+        old.unlink()
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z", "--", "harness"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split("\0")
+    with tempfile.TemporaryDirectory(prefix="extension_cpp_testing-build-") as tmp:
+        for name in filter(None, files):
+            if (REPO / name).is_file():
+                (Path(tmp) / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(REPO / name, Path(tmp) / name)
+        run(
+            # Build isolation: setuptools from the index, whatever this Python has.
+            [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", out]
+            + [Path(tmp) / "harness"]
+        )  # fmt: skip
+    built = sorted(out.glob("extension_cpp_testing-*.whl"))
+    if len(built) != 1:
+        raise SystemExit(f"expected one harness wheel in {out}, got {built}")
+    audit_harness(built[0])
+    return built[0]
+
+
+def audit_harness(wheel: Path) -> dict:
+    """The harness wheel: pure Python (py3-none-any, no compiled file), the
+    extension_cpp_testing package alone, and a torch floor in its metadata."""
+    if not re.fullmatch(r"extension_cpp_testing-[^-]+-py3-none-any\.whl", wheel.name):
+        raise SystemExit(f"{wheel.name}: expected extension_cpp_testing-<version>-py3-none-any.whl")
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        metadata = z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    code = [n for n in names if ".dist-info/" not in n]
+    compiled = [n for n in code if not n.endswith(".py")]
+    outside = [n for n in code if not n.startswith("extension_cpp_testing/")]
+    if compiled or outside:
+        raise SystemExit(f"{wheel.name}: not pure Python in one package: {compiled + outside}")
+    requires = re.findall(r"^Requires-Dist: (.+)$", metadata, re.M)
+    torch_floor = [r for r in requires if r.replace(" ", "").startswith("torch>=")]
+    if not torch_floor:
+        raise SystemExit(f"{wheel.name}: METADATA should require torch>=<oldest>, has {requires}")
+    return {
+        "wheel": wheel.name,
+        "sha256": sha256(wheel),
+        "size_bytes": wheel.stat().st_size,
+        "files": len(code),
+        "requires": requires,
+    }
+
+
+def cmd_build_harness(args) -> dict:
+    wheel = harness_wheel(Path(args.out))
+    summary = audit_harness(wheel)
+    log(f"{wheel} sha256={summary['sha256']} ({summary['files']} files, pure Python)")
+    return summary
+
+
+def harness_tests_copy(dest: Path) -> Path:
+    """The harness's tests (the zoo, the torchvision OpSpecs) and the suite's
+    conftest.py, copied out of the tree: the venv imports them from there, so
+    nothing of extension_cpp is importable, not even from PYTHONPATH."""
+    for entry in (
+        "tests/__init__.py",
+        "tests/conftest.py",
+        "tests/child_process.py",
+        "tests/harness_zoo",
+        "tests/third_party",
+    ):
+        source = REPO / entry
+        paths = [source] if source.is_file() else sorted(source.rglob("*"))
+        for path in paths:
+            if path.is_file() and "__pycache__" not in path.parts:
+                target = dest / path.relative_to(REPO)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, target)
+    return dest
+
+
+def check_harness_on(python: Path, torch_version: str, wheel: Path, work: Path) -> dict:
+    """One cell of the harness track: a fresh venv with torch_version, the test
+    tools and torchvision, the harness wheel installed --no-deps, and the zoo
+    and the torchvision OpSpecs run from a copy of the tests."""
+    result = {"python": python_version(python), "torch": torch_version, "wheel": wheel.name}
+    start = time.monotonic()
+    vision = f"torchvision=={HARNESS_TORCHES[torch_version]}"
+    result.update(fetch(python, torch_version, HARNESS_TEST_REQUIREMENTS))
+    # torchvision on its own: its pin on another torch must not reach the resolver.
+    run(
+        [
+            python,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "-d",
+            wheelhouse(torch_version),
+            vision,
+        ],
+        env=dict(os.environ, PIP_CONSTRAINT="/dev/null"),  # past this machine's cap on releases
+    )
+    venv = work / f"harness-py{result['python']}-torch{torch_version}"
+    vpy = make_venv(python, venv)
+    pip_install(vpy, torch_version, [f"torch=={torch_version}", *HARNESS_TEST_REQUIREMENTS])
+    pip_install(vpy, torch_version, ["--no-deps", vision])
+    run([vpy, "-m", "pip", "install", "-q", "--no-deps", wheel])
+    names = ask(
+        vpy,
+        "import importlib.metadata as m; print(*(d.metadata['Name'] for d in m.distributions()))",
+    )
+    ours = {n for n in names.lower().replace("-", "_").split() if n.startswith("extension_cpp")}
+    if ours != {"extension_cpp_testing"}:
+        raise SystemExit(f"the harness venv should hold the harness alone of ours, holds {ours}")
+    result["torchvision"] = ask(vpy, "import torchvision; print(torchvision.__version__)")
+    result["install_s"] = round(time.monotonic() - start, 1)
+    with tempfile.TemporaryDirectory(prefix="extension_cpp_testing-test-") as tmp:
+        tests = harness_tests_copy(Path(tmp) / "src")
+        junit = Path(tmp) / "junit.xml"
+        env = dict(os.environ, PYTHONPATH=str(tests), TORCHINDUCTOR_COMPILE_THREADS="1")
+        env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(tmp) / "inductor")
+        env.pop("PYTHONHOME", None)
+        t = time.monotonic()
+        proc = subprocess.run(
+            [vpy, "-m", "pytest", "tests/harness_zoo", "tests/third_party", "-q", "-rs"]
+            + ["-p", "no:cacheprovider", "-c", REPO / "pyproject.toml", "--rootdir", tests]
+            + [f"--junitxml={junit}"],
+            cwd=tests,
+            env=env,
+        )  # fmt: skip
+        result["pytest_s"] = round(time.monotonic() - t, 1)
+        result.update(junit_counts(junit))
+    result["pytest_rc"] = proc.returncode
+    result["ok"] = proc.returncode == 0 and result["passed"] > 0
+    shutil.rmtree(venv)
+    log(
+        f"torch {torch_version} (torchvision {result['torchvision']}): {result['passed']} "
+        f"passed, {result['failed']} failed, {result['skipped']} skipped, {result['errors']} "
+        f"errors, pytest {result['pytest_s']} s"
+    )
+    return result
+
+
+def cmd_run_harness(args) -> None:
+    """The harness track: one harness wheel on each torch of HARNESS_TORCHES."""
+    started = time.monotonic()
+    wheel = harness_wheel()
+    record = {"track": "harness", "date": time.strftime("%Y-%m-%d"), "wheel": audit_harness(wheel)}
+    record["commit"] = commit()
+    rows = record["results"] = []
+    python = find_python(args.python)
+    torches = args.torches or list(HARNESS_TORCHES)
+    unknown = sorted(set(torches) - set(HARNESS_TORCHES))
+    if unknown:
+        raise SystemExit(f"no torchvision listed for torch {unknown}: add it to HARNESS_TORCHES")
+    for i, torch_version in enumerate(torches, 1):
+        log(f"== [{i}/{len(torches)}] harness wheel on torch {torch_version}")
+        try:
+            rows.append(check_harness_on(python, torch_version, wheel, CACHE / "venvs"))
+        except (subprocess.CalledProcessError, SystemExit) as e:
+            rows.append(failed_cell(python, torch_version, e))
+    record["total_s"] = round(time.monotonic() - started, 1)
+    save_track("harness", record)
+    if not all(r["ok"] for r in rows):
+        raise SystemExit(f"harness track: some torch releases failed, see {RESULTS}")
+
+
+def render_harness(rec: dict | None) -> list:
+    """The harness track: one row per torch release."""
+    if not rec:
+        return []
+    w = rec["wheel"]
+    lines = [
+        f"## The harness on its own: extension-cpp-testing ({rec['date']}{at_commit(rec)})",
+        "",
+        f"- wheel: `{w['wheel']}` ({w['size_bytes'] / 2**10:.0f} KiB, {w['files']} files, "
+        "pure Python), installed with `pip install --no-deps` into a venv holding torch, "
+        "torchvision and the test tools only",
+        f"- requires: `{', '.join(w['requires'])}`",
+        f"- whole track {rec['total_s'] / 60:.1f} min",
+        "",
+        "Each row runs the zoo (`tests/harness_zoo`) and the torchvision OpSpecs "
+        "(`tests/third_party`) from a copy of the tests.",
+        "",
+        "| CPython | torch | torchvision | result | passed | failed | skipped | install | pytest |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rec["results"]:
+        if "passed" not in r:
+            lines.append(f"| {r['python']} | {r['torch']} | | error: {r.get('error', '')} "
+                         "| | | | | |")  # fmt: skip
+            continue
+        lines.append(
+            f"| {r['python']} | {r['torch']} | {r['torchvision']} "
+            f"| {'pass' if r['ok'] else 'FAIL'} | {r['passed']} | {r['failed'] + r['errors']} "
+            f"| {r['skipped']} | {r['install_s']:.0f} s | {r['pytest_s']:.0f} s |"
+        )
+    failing = [f for r in rec["results"] for f in r.get("failures", [])[:10]]
+    if failing:
+        lines += ["", "Failed tests:", ""] + [f"- `{f}`" for f in failing]
+    return lines + [""]
+
+
+# ---------------------------------------------------------------------------
 # render
+
+
+def commit() -> str:
+    """This checkout's commit (docs/render_results.py stamps every results page so)."""
+    sys.path.insert(0, str(REPO / "docs"))
+    from render_results import commit as checkout_commit
+
+    return checkout_commit()
+
+
+def at_commit(record: dict) -> str:
+    return f", `make matrix` at commit `{record['commit']}`" if record.get("commit") else ""
 
 
 def order_text(row: dict) -> str:
@@ -803,7 +1053,7 @@ def render() -> None:
         w = rec["wheel"]
         cuda = f"CUDA {w['cuda']} kernels" if w["cuda"] else "CPU kernels only"
         lines += [
-            f"## torch {rec['torch']} ({name} track, {rec['date']})",
+            f"## torch {rec['torch']} ({name} track, {rec['date']}{at_commit(rec)})",
             "",
             f"- wheel: `{w['wheel']}` ({w['size_bytes'] / 2**20:.1f} MiB, {cuda})",
             f"- sha256: `{w['sha256']}`",
@@ -863,6 +1113,7 @@ def render() -> None:
                 "",
             ]
     lines += render_stable(data["tracks"].get("stable"))
+    lines += render_harness(data["tracks"].get("harness"))
     lines += [
         "Download: the CPython's own torch and triton wheels, then the seconds `pip download`",
         "took on this run and what it added to the wheelhouse (nothing once cached). The CUDA",
@@ -895,7 +1146,7 @@ def render_stable(rec: dict | None) -> list:
 
     lines = [
         f"## Stable ABI: one extension_cpp_stable wheel on torch {torches[0]} to "
-        f"{torches[-1]} ({rec['date']})",
+        f"{torches[-1]} ({rec['date']}{at_commit(rec)})",
         "",
         f"- wheel: `{w['wheel']}` ({w['size_bytes'] / 2**20:.1f} MiB), built once against "
         f"torch {w['built_against_torch']}",
@@ -1005,6 +1256,17 @@ def main() -> None:
     st.add_argument("--archs", help="TORCH_CUDA_ARCH_LIST for the build")
     add_order_args(st)
     st.set_defaults(func=cmd_run_stable)
+
+    h = sub.add_parser("build-harness", help="build and audit the harness's pure-Python wheel")
+    h.add_argument("--out", default=str(REPO / "dist"))
+    h.set_defaults(func=cmd_build_harness)
+
+    ht = sub.add_parser(
+        "run-harness", help="the harness track: its wheel on the oldest torch and 2.15"
+    )
+    ht.add_argument("--torches", nargs="+", help="override HARNESS_TORCHES' releases")
+    ht.add_argument("--python", default=HARNESS_PYTHON, help="the CPython of every venv")
+    ht.set_defaults(func=cmd_run_harness)
 
     sub.add_parser("render", help="rewrite compatibility.md").set_defaults(func=lambda a: render())
 

@@ -29,7 +29,14 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
 # build_options sets CUDA_HOME, so it comes before torch.utils.cpp_extension.
-from build_options import NVCC_FLAGS, build_ext, flags, set_cuda_archs, use_cuda  # noqa: E402
+from build_options import (  # noqa: E402
+    HARNESS,
+    NVCC_FLAGS,
+    build_ext,
+    flags,
+    set_cuda_archs,
+    use_cuda,
+)
 
 # isort: split
 
@@ -98,7 +105,7 @@ setup(
     description="The extension_cpp operators built against the LibTorch stable ABI (torch>=2.10)",
     packages=find_packages(include=["extension_cpp_stable", "extension_cpp_stable.*"]),
     ext_modules=[extension()],
-    install_requires=[f"torch>={OLDEST_TORCH}"],
+    install_requires=[f"torch>={OLDEST_TORCH}", HARNESS],
     python_requires=">=3.10",
     cmdclass={"build_ext": build_ext(os.path.join(HERE, "build", "temp"))},
     options={"bdist_wheel": {"py_limited_api": "cp310"}},

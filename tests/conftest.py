@@ -1,6 +1,6 @@
 """Shared pytest set-up for every test directory.
 
-- extension_cpp.testing's pytest plugin (the harness's markers and summary).
+- extension_cpp_testing's pytest plugin (the harness's markers and summary).
 - The RNG is seeded per test, so one test can't change another's inputs.
 - ``--test-order=reversed|shuffled`` (with ``--test-order-seed=N``) runs the
   collected tests in another order, to show that no test depends on what ran
@@ -18,7 +18,10 @@
   blob to replay it with ``@reproduce_failure``.
 """
 
+from __future__ import annotations
+
 import importlib
+import importlib.util
 import os
 import random
 
@@ -40,15 +43,14 @@ settings.register_profile("default", derandomize=True, **_COMMON)
 settings.register_profile("fuzz", derandomize=False, max_examples=1000, **_COMMON)
 settings.load_profile("default")
 
-# The harness's markers and its summary of failures by check, from the package
-# under test (tests/conformance/cases.py, EXTENSION_CPP_BUILD): the stable-ABI
-# package ships the same harness as extension_cpp_stable.testing, so a venv
-# with only its wheel (make matrix's stable track, any torch >= 2.10) runs the
-# suite too, without the classic package, which loads on one torch only.
-_HARNESS = (
+# The harness's markers and its summary of failures by check. The harness is
+# a distribution of its own (harness/), so this works in a venv with either
+# package, or with the harness alone (make matrix's harness track).
+pytest_plugins = ["extension_cpp_testing.pytest_plugin"]
+# The package under test (tests/conformance/cases.py, EXTENSION_CPP_BUILD).
+_PACKAGE = (
     "extension_cpp_stable" if os.environ.get("EXTENSION_CPP_BUILD") == "stable" else "extension_cpp"
 )
-pytest_plugins = [f"{_HARNESS}.testing.pytest_plugin"]
 
 
 def pytest_addoption(parser):
@@ -79,17 +81,19 @@ def _order_line(config) -> str:
     return f"test order: {order}"
 
 
-def _kernels() -> str:
-    """The kernel set the package under test was built with (fast or simple)."""
-    return importlib.import_module(f"{_HARNESS}._C").KERNELS
+def _kernels() -> str | None:
+    """The kernel set the package under test was built with (fast or simple);
+    None where it is not installed (the harness's own tests run without it)."""
+    if importlib.util.find_spec(_PACKAGE) is None:
+        return None
+    return importlib.import_module(f"{_PACKAGE}._C").KERNELS
 
 
 def pytest_report_header(config):
     build = os.environ.get("EXTENSION_CPP_BUILD", "classic")
-    return [
-        _order_line(config),
-        f"build under test: {build} (EXTENSION_CPP_BUILD), {_kernels()} kernels",
-    ]
+    kernels = _kernels()
+    under_test = f"{build} (EXTENSION_CPP_BUILD), {kernels} kernels" if kernels else "none"
+    return [_order_line(config), f"build under test: {under_test}"]
 
 
 def pytest_sessionstart(session):
@@ -97,7 +101,7 @@ def pytest_sessionstart(session):
     expected = os.environ.get("EXTENSION_CPP_EXPECT_KERNELS")
     if expected and _kernels() != expected:
         raise pytest.UsageError(
-            f"{_HARNESS} under test has the {_kernels()} kernels, not the {expected} ones "
+            f"{_PACKAGE} under test has the {_kernels()} kernels, not the {expected} ones "
             "(EXTENSION_CPP_EXPECT_KERNELS): check PYTHONPATH"
         )
 

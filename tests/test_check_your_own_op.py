@@ -1,9 +1,10 @@
-"""docs/check_your_op.md, run: extension_cpp.testing on an op that is not ours.
+"""docs/check_your_op.md, run: the harness (extension_cpp_testing) on ops that are not ours.
 
-``mylib::scaled_silu`` stands for your op. It is a Python custom op here so
-the page needs no build step, but the harness sees only its OpOverload: a
-C++/CUDA op registered with TORCH_LIBRARY is checked the same way. The page
-includes this file (literalinclude), so what it shows is what `make test` runs.
+``mylib::scaled_silu`` (elementwise) and ``mylib::segment_sum`` (not: its own
+samples) stand for your op. They are Python custom ops here so the page needs
+no build step, but the harness sees only their OpOverloads: a C++/CUDA op
+registered with TORCH_LIBRARY is checked the same way. The page includes this
+file (literalinclude), so what it shows is what `make test` runs.
 """
 
 import torch
@@ -45,9 +46,16 @@ def _setup_context(ctx, inputs, output):
 
 scaled_silu.register_autograd(_backward, setup_context=_setup_context)
 
+
+@scaled_silu.register_vmap
+def _(info, in_dims, x, scale):
+    # Elementwise: the whole batch in one call, its batch dimension where it was.
+    return scaled_silu(x, scale), in_dims[0]
+
+
 # -- check it: every check x device x dtype x layout ---------------------------
 # [check-your-op]
-from extension_cpp.testing import OpSpec, conformance_tests  # noqa: E402
+from extension_cpp_testing import OpSpec, conformance_tests  # noqa: E402
 
 SCALED_SILU = OpSpec(
     torch.ops.mylib.scaled_silu.default,
@@ -59,3 +67,91 @@ SCALED_SILU = OpSpec(
 
 test_scaled_silu = conformance_tests(SCALED_SILU)
 # [check-your-op]
+
+
+# -- an op that is not elementwise: samples= and the declarations it needs -----
+
+
+def _check_segments(values: Tensor, segment_ids: Tensor) -> None:
+    torch._check(
+        segment_ids.device == values.device,
+        lambda: (
+            f"segment_sum: expected segment_ids on the device of values ({values.device}), "
+            f"got {segment_ids.device}"
+        ),
+    )
+    torch._check(
+        values.is_floating_point(),
+        lambda: f"segment_sum: expected floating-point values, got {values.dtype}",
+    )
+    torch._check(
+        segment_ids.dtype == torch.int64,
+        lambda: f"segment_sum: expected int64 segment_ids, got {segment_ids.dtype}",
+    )
+    torch._check(
+        segment_ids.shape == values.shape[:1],
+        lambda: (
+            f"segment_sum: expected one segment id per row of values ({values.shape[0]}), "
+            f"got segment_ids of shape {list(segment_ids.shape)}"
+        ),
+    )
+
+
+@torch.library.custom_op("mylib::segment_sum", mutates_args=())
+def segment_sum(values: Tensor, segment_ids: Tensor, segments: int) -> Tensor:
+    """out[s] = the sum of the rows of values whose segment id is s."""
+    _check_segments(values, segment_ids)
+    # As a product with the one-hot matrix of the ids: the same sum in the
+    # same order on every run (index_add_ sums with atomic adds on a GPU).
+    one_hot = torch.nn.functional.one_hot(segment_ids, segments).to(values.dtype)
+    return one_hot.t() @ values
+
+
+@segment_sum.register_fake
+def _(values, segment_ids, segments):
+    _check_segments(values, segment_ids)
+    return values.new_empty(segments, values.shape[1])
+
+
+def _segment_sum_backward(ctx, grad):
+    (segment_ids,) = ctx.saved_tensors
+    return grad[segment_ids], None, None
+
+
+def _segment_sum_setup(ctx, inputs, output):
+    ctx.save_for_backward(inputs[1])
+
+
+segment_sum.register_autograd(_segment_sum_backward, setup_context=_segment_sum_setup)
+
+# [samples]
+SEGMENTS = 5
+
+
+def segment_samples(layout, dtype, device, rows):
+    """rows rows of 8 values (rows is what the dynamic and export checks vary),
+    in the layout asked for, and a valid segment id for each row."""
+    if layout == "transposed":  # the values stored column by column
+        values = torch.randn(8, rows, dtype=dtype, device=device).t()
+    else:
+        values = torch.randn(rows, 8, dtype=dtype, device=device)
+    segment_ids = torch.randint(SEGMENTS, (rows,), device=device)
+    return [values, segment_ids, SEGMENTS]
+
+
+SEGMENT_SUM = OpSpec(
+    torch.ops.mylib.segment_sum.default,
+    # The sum in float64, rounded once to the values' dtype.
+    reference=lambda values, ids, n: (
+        torch.zeros(n, values.shape[1], dtype=torch.float64, device=values.device)
+        .index_add(0, ids, values.double())
+        .to(values.dtype)
+    ),
+    samples=segment_samples,
+    layouts=("contiguous", "transposed"),
+    grad_args=(0,),  # the values; segment ids are integers
+    skip={"vmap": "no batching rule registered yet (torch.library.register_vmap)"},
+)
+
+test_segment_sum = conformance_tests(SEGMENT_SUM)
+# [samples]

@@ -6,14 +6,16 @@ One row per checkpoint, then the installed reference package's row. Every
 cell is compared with what tutorial/matrix.py declares: a check that passes
 where a failure is declared, or fails with another error, is reported and
 makes the walk exit 1. CUDA cells are "skip (no GPU)" on a machine without
-one. The matrix is also written to docs/results/tutorial_matrix.{json,md}
-(tutorial_matrix_gpu.{json,md} where a GPU ran the CUDA checks).
+one. The matrix is also written to build/results/tutorial_matrix.{json,md}
+(tutorial_matrix_gpu.{json,md} where a GPU ran the CUDA checks), outside the
+tracked tree; docs/results/README.md says how a table reaches the docs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -21,7 +23,10 @@ import buildcache
 import matrix
 from matrix import PASS, Fail
 
-RESULTS = buildcache.REPO / "docs" / "results"
+sys.path.insert(0, str(buildcache.REPO / "docs"))
+import render_results  # noqa: E402
+
+RESULTS = buildcache.REPO / "build" / "results"
 SYMBOL = {"pass": "✓", "fail": "✗", "skip": "-"}
 
 
@@ -81,13 +86,14 @@ def write_results(report: dict) -> str:
     RESULTS.mkdir(parents=True, exist_ok=True)
     name = results_name(report)
     (RESULTS / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n")
-    sys.path.insert(0, str(buildcache.REPO / "docs"))
-    import render_results
-
     (RESULTS / f"{name}.md").write_text(
-        # The docs show both tables on one page: their footnotes need distinct labels.
+        # The docs show both tables on one page, the GPU one second: their
+        # footnotes need distinct labels, and the columns are described once.
         render_results.render_tutorial_matrix(
-            report, matrix.CHECKS, label_prefix="gpu-" if report["cuda"] else ""
+            report,
+            matrix.CHECKS,
+            label_prefix="gpu-" if report["cuda"] else "",
+            describe_columns=not report["cuda"],
         )
     )
     return name
@@ -101,9 +107,16 @@ def main() -> int:
     import torch
 
     cuda = torch.cuda.is_available()
-    print(f"torch {torch.__version__}; GPU: {torch.cuda.get_device_name() if cuda else 'none'}")
+    gpu = torch.cuda.get_device_name() if cuda else "none"
+    print(f"torch {torch.__version__}; GPU: {gpu}")
     width = max(len(s) for s in matrix.STAGES + [matrix.REFERENCE])
-    report = {"torch": torch.__version__, "cuda": cuda, "stages": {}}
+    report = {
+        "torch": torch.__version__,
+        "cuda": cuda,
+        "machine": gpu if cuda else f"{render_results.cpu_name()}, {os.cpu_count()} cores",
+        "stamp": render_results.stamp("make tutorial"),
+        "stages": {},
+    }
     rows = [(stage, buildcache.TUTORIAL / stage) for stage in matrix.STAGES]
     if not args.no_reference:
         rows.append((matrix.REFERENCE, None))

@@ -4,30 +4,31 @@ At `builder-inited`, before Sphinx reads any source, this writes under
 docs/_generated/:
 
   tutorial/NN_name.md      one page per tutorial/NN_* checkpoint: its README
-                           (MyST include), every source file (literalinclude)
-                           and the diff from the previous checkpoint
-  tutorial/NN_name.diff    that diff, made with difflib at build time
+                           (MyST include, with that step's diff) and a link to
+                           each of its files
   tutorial/appendix_name.md  one page per side path in tutorial/appendix/: its
-                           README, its files, and how the tests it names fared
-                           in the recorded junit runs (docs/results/*.xml)
-  results/*.md             one page per results table (each benchmark run, the
-                           compatibility matrix), nested under Performance and
-                           Compatibility by the toctrees in their fragments
-  fragments/*.md           pieces the hand-written pages include: the tutorial
-                           toctree, the op schemas read from the live registry,
-                           and the results tables (or a note that a results
-                           file is missing and which command produces it),
-                           those of the C++/CUDA or Triton page included
+                           README and a link to each of its files
+  results/*.md             one page per machine's benchmark results
+                           (docs/results/perf/), nested under Performance
+  fragments/*.md           pieces the hand-written pages include: tutorial/
+                           README.md, the tutorial toctree, the op schemas read
+                           from the live registry, and the results pages of
+                           docs/results/ (or a note that one is missing and
+                           which command produces it), the C++/CUDA or Triton
+                           page's included
 
-Nothing here is pasted: if a checkpoint, a schema or a results file changes,
-the next build shows the change.
+Nothing here is pasted: if a checkpoint, a schema or a results page changes,
+the next build shows the change. At `build-finished` it prints the site's
+word count, page by page (the docs are meant to be read: see
+tests/docs/test_site.py's budget), and writes it to docs/_build/wordcount.json.
 """
 
-import difflib
 import glob
+import json
 import os
 import re
 import subprocess
+from html.parser import HTMLParser
 
 from sphinx.application import Sphinx
 
@@ -36,18 +37,6 @@ REPO = os.path.dirname(DOCS)
 GENERATED = os.path.join(DOCS, "_generated")
 RESULTS = os.path.join(DOCS, "results")
 
-LANGUAGES = {
-    ".py": "python",
-    ".cpp": "cpp",
-    ".h": "cpp",
-    ".hpp": "cpp",
-    ".cu": "cuda",
-    ".cuh": "cuda",
-    ".toml": "toml",
-    ".txt": "text",
-    ".cfg": "ini",
-    ".sh": "bash",
-}
 # Build outputs a checkpoint may hold when it is not a git checkout.
 SKIP_PARTS = {"build", "dist", "__pycache__", ".pytest_cache", ".ruff_cache"}
 SKIP_SUFFIXES = (".so", ".pyc", ".o", ".egg-info", ".diff", ".orig")
@@ -70,7 +59,7 @@ def _missing(what: str, path: str, command: str) -> str:
     return (
         ":::{admonition} Results missing\n:class: warning\n\n"
         f"{what} are not here yet: `{rel}` does not exist. "
-        f"Run `{command}` to produce it, then `make docs`.\n:::\n"
+        f"Run `{command}`, then put its page there (`docs/results/README.md` says how).\n:::\n"
     )
 
 
@@ -107,70 +96,44 @@ def _checkpoint_files(stage: str) -> list[str]:
     return sorted(keep, key=lambda f: (f != "setup.py", not f.startswith("csrc"), f))
 
 
-def _read_lines(path: str) -> list[str]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read().splitlines(keepends=True)
-    except (FileNotFoundError, UnicodeDecodeError):
-        return []
-
-
-def _stage_diff(prev: str, stage: str) -> str:
-    prev_name, name = os.path.basename(prev), os.path.basename(stage)
-    files = sorted(set(_checkpoint_files(prev)) | set(_checkpoint_files(stage)) | {"README.md"})
-    chunks = []
-    for f in files:
-        a = _read_lines(os.path.join(prev, f))
-        b = _read_lines(os.path.join(stage, f))
-        chunks.extend(
-            difflib.unified_diff(a, b, f"tutorial/{prev_name}/{f}", f"tutorial/{name}/{f}")
-        )
-    return "".join(line if line.endswith("\n") else line + "\n" for line in chunks)
-
-
-def _label(*parts: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-")
-
-
 _LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
 
-def _rewrite_links(text: str, stage: str, out_dir: str, files: list[str]) -> str:
+def _rewrite_links(text: str, folder: str, out_dir: str, tutorial: str) -> str:
     """Makes a README's relative links work on its generated page.
 
-    A README links to files beside it (``[ops.cpp](csrc/ops.cpp)``) and to
-    other checkpoints (``../02_impl/README.md``), which is right on GitHub but
-    not in Sphinx. Links to a file this page shows go to its listing, links to
-    a checkpoint go to that checkpoint's page, links to a docs/ page go there,
-    images are re-pointed at the file, and any other relative link becomes
-    plain code text, so the page
+    A README links to files beside it (``[ops.cpp](csrc/ops.cpp)``), to other
+    checkpoints (``../02_impl/README.md``) and to pages of the site
+    (``../../docs/stable_abi.md``), which is right on GitHub but not in
+    Sphinx. A link to a checkpoint goes to that checkpoint's page, a link to a
+    docs/ page goes there, a link to a file of the repository becomes a
+    download of that file, and images are re-pointed at the file, so the page
     never has a dead link. Absolute URLs and #anchors are left alone.
+    `tutorial` is the tutorial/ folder that holds `folder`.
     """
-    name = os.path.basename(stage)
 
     def fix(m: re.Match) -> str:
         bang, label, target = m.groups()
         if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
             return m.group(0)
-        path = target.split("#")[0]
-        full = os.path.normpath(os.path.join(stage, path))
+        path, _, anchor = target.partition("#")
+        full = os.path.normpath(os.path.join(folder, path))
         if bang:
             return f"![{label}]({os.path.relpath(full, out_dir)})"
         if full.startswith(DOCS + os.sep) and path.endswith(".md"):  # a page of the site
-            return f"[{label}]({os.path.relpath(full, out_dir)})"
-        rel = os.path.relpath(full, stage)
-        if rel in files:
-            return f"[{label}](#{_label('tutorial', name, rel)})"
-        other = os.path.relpath(full, os.path.dirname(stage)).split(os.sep)[0]
-        if re.match(r"^\d\d_", other) and os.path.isdir(
-            os.path.join(os.path.dirname(stage), other)
-        ):
-            if rel.endswith("README.md") or os.path.isdir(full):
-                return f"[{label}]({other}.md)"
-            inner = os.path.relpath(full, os.path.join(os.path.dirname(stage), other))
-            return f"[{label}]({other}.md#{_label('tutorial', other, inner)})"
-        return f"{label} (`{os.path.relpath(full, os.path.dirname(os.path.dirname(stage)))}`)"
+            return f"[{label}]({os.path.relpath(full, out_dir)}{'#' + anchor if anchor else ''})"
+        rel = os.path.relpath(full, tutorial).split(os.sep)
+        if full == os.path.join(tutorial, "README.md") or full == tutorial:
+            return f"[{label}](../../tutorial/index.md{'#' + anchor if anchor else ''})"
+        if re.match(r"^\d\d_", rel[0]) and os.path.isdir(os.path.join(tutorial, rel[0])):
+            if rel[1:] in ([], ["README.md"]):
+                return f"[{label}]({rel[0]}.md{'#' + anchor if anchor else ''})"
+        if rel[0] == "appendix" and len(rel) >= 2 and rel[2:] in ([], ["README.md"]):
+            return f"[{label}](appendix_{rel[1]}.md)"
+        if os.path.isfile(full):
+            return f"{{download}}`{label} <{os.path.relpath(full, out_dir)}>`"
+        return f"{label} (`{os.path.relpath(full, os.path.dirname(tutorial))}`)"
 
     out, fenced = [], False
     for line in text.splitlines():
@@ -180,118 +143,61 @@ def _rewrite_links(text: str, stage: str, out_dir: str, files: list[str]) -> str
     return "\n".join(out)
 
 
-def _source_listing(folder: str, out_dir: str, files: list[str], what: str) -> list[str]:
+def _file_links(folder: str, out_dir: str, files: list[str], what: str) -> list[str]:
+    """One line: every file of the folder, each a link to the file itself."""
     rel = os.path.relpath(folder, out_dir)
-    lines = []
-    for f in files:
-        language = LANGUAGES.get(os.path.splitext(f)[1], "text")
-        lines += [
-            f"```{{literalinclude}} {rel}/{f}",
-            f":language: {language}",
-            f":caption: {what}/{f}",
-            f":name: {_label('tutorial', os.path.basename(folder), f)}",
-            "```",
-            "",
-        ]
-    return lines
+    links = [f"{{download}}`{f} <{rel}/{f}>`" for f in files]
+    return [f"**The files of `{what}/`:** " + ", ".join(links) + ".", ""]
 
 
-_TEST_NAME = re.compile(r"\b(test_(?!tutorial_appendix\b)\w+)")
-APPENDIX_TESTS = "test_tutorial_appendix"
-
-
-def _appendix_results(readme_text: str) -> list[str]:
-    """How the tests a side path's README names fared in the last recorded runs."""
-    import render_results
-
-    names = sorted(set(_TEST_NAME.findall(readme_text)))
-    lines = ["## Test results", ""]
-    if not names:
-        return lines + ["The README names no test.", ""]
-    lines += [
-        f"The tests this page names ({', '.join(f'`{n}`' for n in names)}, in "
-        f"`tests/conformance/{APPENDIX_TESTS}.py`), as recorded by the last runs:",
-        "",
-    ]
-    for xml, title, command in (
-        ("conformance.xml", "On the machine that built these docs", "make test"),
-        ("conformance-gpu.xml", "On a GPU machine", "make test-conformance on a GPU machine"),
-    ):
-        path = os.path.join(RESULTS, xml)
-        lines += [f"### {title}", ""]
-        if not os.path.exists(path):
-            lines += [_missing("These results", path, command), ""]
-            continue
-        table = render_results.render_tests(path, APPENDIX_TESTS, names)
-        rel = os.path.relpath(path, REPO)
-        lines += [table or f"`{rel}` has no result for these tests: run `{command}`.", ""]
-    return lines
-
-
-def _appendix_page(folder: str, out_dir: str) -> str:
-    """One page for a side path in tutorial/appendix/: README, code, test results."""
+def _appendix_page(folder: str, out_dir: str, tutorial: str) -> str:
+    """One page for a side path in tutorial/appendix/: its README and its files."""
     name = "appendix_" + os.path.basename(folder)
     what = f"tutorial/appendix/{os.path.basename(folder)}"
     files = _checkpoint_files(folder)
     with open(os.path.join(folder, "README.md"), encoding="utf-8") as f:
         readme = f.read()
     lines = [f"% Generated by docs/_ext/generate.py from {what}. Do not edit.", ""]
-    lines += [_rewrite_links(readme, folder, out_dir, files), ""]
-    lines += ["## The code", "", f"Every file in `{what}/`, as it is in the repository.", ""]
-    lines += _source_listing(folder, out_dir, files, what)
-    lines += _appendix_results(readme)
+    lines += [_rewrite_links(readme, folder, out_dir, tutorial), ""]
+    lines += _file_links(folder, out_dir, files, what)
+    lines += [
+        "Its tests run in `make test`; the [conformance page](../../conformance.md) "
+        "gives the last recorded runs.",
+        "",
+    ]
     _write(os.path.join(out_dir, f"{name}.md"), "\n".join(lines))
     return name
 
 
 def _tutorial_pages(tutorial_dir: str) -> list[str]:
+    """The checkpoint and side-path pages; returns the tutorial's README and toctree."""
     out_dir = os.path.join(GENERATED, "tutorial")
     stages = sorted(
         d for d in glob.glob(os.path.join(tutorial_dir, "[0-9][0-9]_*")) if os.path.isdir(d)
     )
     written = set()
     docnames = []
-    for i, stage in enumerate(stages):
+    for stage in stages:
         name = os.path.basename(stage)
         lines = [f"% Generated by docs/_ext/generate.py from tutorial/{name}. Do not edit.", ""]
         files = _checkpoint_files(stage)
         readme = os.path.join(stage, "README.md")
+        text = f"# {name}\n"
         if os.path.exists(readme):
             with open(readme, encoding="utf-8") as f:
-                lines += [_rewrite_links(f.read(), stage, out_dir, files), ""]
-        else:
-            lines += [f"# {name}", ""]
-        lines += ["## The code of this checkpoint", ""]
-        lines += [
-            f"Every file in `tutorial/{name}/`, as it is in the repository "
-            "(`make tutorial` builds and checks each checkpoint in turn).",
-            "",
-        ]
-        lines += _source_listing(stage, out_dir, files, f"tutorial/{name}")
-        if i > 0:
-            prev = os.path.basename(stages[i - 1])
-            diff = _stage_diff(stages[i - 1], stage)
-            lines += [f"## Every change since {prev}", ""]
-            if diff:
-                diff_name = f"{name}.diff"
-                _write(os.path.join(out_dir, diff_name), diff)
-                written.add(diff_name)
-                lines += [
-                    f"`diff -u tutorial/{prev} tutorial/{name}`, computed when these docs "
-                    "were built:",
-                    "",
-                    f"```{{literalinclude}} {diff_name}",
-                    ":language: diff",
-                    "```",
-                    "",
-                ]
-            else:
-                lines += ["No file differs from the previous checkpoint.", ""]
+                text = _rewrite_links(f.read(), stage, out_dir, tutorial_dir)
+        # The README shows what the step changed (its diff); the files
+        # themselves are a click away rather than printed a second time,
+        # linked where the diff ends and the reader starts to build.
+        links = "\n".join(_file_links(stage, out_dir, files, f"tutorial/{name}"))
+        before, heading, after = text.partition("\n## Build and run")
+        text = f"{before}\n\n{links}{heading}{after}" if heading else f"{text}\n\n{links}"
+        lines += [text, ""]
         _write(os.path.join(out_dir, f"{name}.md"), "\n".join(lines))
         written.add(f"{name}.md")
         docnames.append(f"/_generated/tutorial/{name}")
     for side in sorted(glob.glob(os.path.join(tutorial_dir, "appendix", "*", "README.md"))):
-        name = _appendix_page(os.path.dirname(side), out_dir)
+        name = _appendix_page(os.path.dirname(side), out_dir, tutorial_dir)
         written.add(f"{name}.md")
         docnames.append(f"/_generated/tutorial/{name}")
     if os.path.isdir(out_dir):  # drop pages of checkpoints that no longer exist
@@ -299,14 +205,23 @@ def _tutorial_pages(tutorial_dir: str) -> list[str]:
             if f not in written:
                 os.remove(os.path.join(out_dir, f))
     if docnames:
-        toc = "```{toctree}\n:maxdepth: 1\n\n" + "\n".join(docnames) + "\n```\n"
+        toc = "```{toctree}\n:maxdepth: 1\n:hidden:\n\n" + "\n".join(docnames) + "\n```\n"
     else:
         toc = (
             ":::{admonition} No checkpoints found\n:class: warning\n\n"
             f"There is no `NN_name` folder in `{os.path.relpath(tutorial_dir, REPO)}/` "
             "yet, so there are no tutorial pages to show.\n:::\n"
         )
-    return [toc]
+    readme = os.path.join(tutorial_dir, "README.md")
+    intro = ""
+    if os.path.exists(readme):
+        with open(readme, encoding="utf-8") as f:
+            # Shown inside docs/tutorial/index.md, whose title it keeps.
+            text = re.sub(r"\A# [^\n]*\n", "", f.read())
+        intro = _rewrite_links(text, tutorial_dir, os.path.join(DOCS, "tutorial"), tutorial_dir)
+        intro = intro.replace("(../../tutorial/index.md", "(index.md")
+        intro = re.sub(r"\]\((\d\d_\w+|appendix_\w+)\.md", r"](../_generated/tutorial/\1.md", intro)
+    return [intro, toc]
 
 
 # --------------------------------------------------------------------------
@@ -343,7 +258,7 @@ def _schemas_fragment() -> str:
 
 
 # --------------------------------------------------------------------------
-# Results made by other commands
+# Results pages, committed to docs/results/ (docs/results/README.md)
 
 
 def _from_srcdir(path: str) -> str:
@@ -359,9 +274,9 @@ def _include_or_missing(name: str, what: str, command: str) -> str:
 
 
 def _tutorial_matrix_fragment() -> str:
-    """The walk on the machine that built these docs (make tutorial), then the
-    last walk on a GPU machine, whose CUDA cells ran. Each table, in a
-    container so the stylesheet can size it to fit 1280 px, says its torch."""
+    """The last walk without a GPU, then the last one on a GPU machine, whose
+    CUDA cells ran. Each table sits in a container so the stylesheet can size
+    it to fit 1280 px, and says which run it shows."""
     sections = []
     for name, title, command in (
         ("tutorial_matrix.md", "Without a GPU", "make tutorial"),
@@ -373,59 +288,30 @@ def _tutorial_matrix_fragment() -> str:
 
 
 def _conformance_fragment() -> str:
-    """The committed GPU run first (every CUDA case ran), then this machine's
-    runs: the classic build, then the stable-ABI one."""
-    import render_results
-
+    """The last recorded runs of the suite: on a GPU machine (every CUDA case
+    ran), then without one, for the classic build and the stable-ABI one."""
     sections = []
     for name, title, command in (
-        ("conformance-gpu.xml", "On a GPU machine", "make test-conformance on a GPU machine"),
-        ("conformance.xml", "On the machine that built these docs", "make test"),
-        (
-            "conformance-stable.xml",
-            "The stable-ABI build (extension_cpp_stable), on the machine that built these docs",
-            "make test",
-        ),
+        ("conformance-gpu.md", "On a GPU machine", "make test on a GPU machine"),
+        ("conformance.md", "Without a GPU", "make test"),
+        ("conformance-stable.md", "The stable-ABI build, without a GPU", "make test"),
     ):
-        path = os.path.join(RESULTS, name)
-        body = (
-            render_results.render_conformance(path)
-            if os.path.exists(path)
-            else _missing("These results", path, command)
-        )
-        sections.append(f"### {title}\n\n{body}")
-    return "\n\n".join(sections) + "\n"
+        sections.append(f"### {title}\n\n" + _include_or_missing(name, "These results", command))
+    return "\n".join(sections)
 
 
-GPU_SCRIPT = "bash scripts/triton_gpu_run.sh on a GPU machine"
+def _machine_pages(perf: str) -> list[str]:
+    """docs/results/perf/*.md, CPUs by core count, then the GPU."""
+
+    def order(path: str) -> tuple:
+        cores = re.search(r"cpu-(\d+)cores", os.path.basename(path))
+        return (0, int(cores[1])) if cores else (1, os.path.basename(path))
+
+    return sorted(glob.glob(os.path.join(perf, "*.md")), key=order)
 
 
-def _cpp_or_triton_fragment() -> str:
-    """The side-by-side tables of the C++ and Triton ops, from the GPU script's
-    benchmark, and a link to its raw numbers."""
-    table = os.path.join(RESULTS, "cpp_or_triton.md")
-    if not os.path.exists(table):
-        return _missing("The side-by-side measurements", table, GPU_SCRIPT)
-    # Its title becomes a section of the page that includes it.
-    text = f"```{{include}} {_from_srcdir(table)}\n:heading-offset: 1\n```\n"
-    data = os.path.join(RESULTS, "cpp_or_triton.json")
-    if os.path.exists(data):
-        text += f"\nEvery number: {{download}}`cpp_or_triton.json <{_from_srcdir(data)}>`.\n"
-    return text
-
-
-def _conformance_triton_fragment() -> str:
-    """The harness on the Triton ops, from the GPU script's test run."""
-    import render_results
-
-    path = os.path.join(RESULTS, "conformance-triton-gpu.xml")
-    if not os.path.exists(path):
-        return _missing("The Triton ops' conformance results", path, GPU_SCRIPT)
-    return render_results.render_conformance(path, "bash scripts/triton_gpu_run.sh")
-
-
-def _results_page(table: str, figures: list[str], source: str) -> str:
-    """A page of its own for one results table (its H1 is the page title)."""
+def _results_page(table: str) -> str:
+    """A page of its own for one machine's benchmark results (its H1 is the title)."""
     name = os.path.splitext(os.path.basename(table))[0]
     lines = [
         f"% Generated by docs/_ext/generate.py from {os.path.relpath(table, REPO)}. Do not edit.",
@@ -433,50 +319,53 @@ def _results_page(table: str, figures: list[str], source: str) -> str:
         f"```{{include}} {_from_srcdir(table)}\n```",
         "",
     ]
-    for p in figures:
-        lines += [
-            f"```{{figure}} {_from_srcdir(p)}",
-            f":alt: {os.path.splitext(os.path.basename(p))[0]}",
-            ":width: 100%",
-            "",
-            f"`docs/results/{os.path.relpath(p, RESULTS)}`",
-            "```",
-            "",
-        ]
-    lines += [f"Made by `{source}`.", ""]
     _write(os.path.join(GENERATED, "results", f"{name}.md"), "\n".join(lines))
     return f"/_generated/results/{name}"
 
 
-def _toctree(docnames: list[str]) -> str:
-    return "```{toctree}\n:maxdepth: 1\n\n" + "\n".join(docnames) + "\n```\n"
-
-
 def _performance_fragment() -> str:
-    """A toctree of one page per benchmark run (its tables and plots), and the raw data."""
+    """A toctree of the results pages, one per kind of machine."""
     perf = os.path.join(RESULTS, "perf")
-    tables = sorted(glob.glob(os.path.join(perf, "*.md")))
-    data = sorted(glob.glob(os.path.join(perf, "*.json")))
-    if not (tables or data):
-        return _missing("The benchmark plots and tables", perf, "make bench")
-    pages = []
-    for t in tables:
-        stem = os.path.splitext(t)[0]
-        figures = sorted(glob.glob(glob.escape(stem) + "_*.png"))
-        pages.append(_results_page(t, figures, "make bench"))
-    lines = [_toctree(pages)] if pages else []
-    if data:
-        lines += ["Raw measurements:", ""]
-        lines += [f"- {{download}}`{os.path.basename(d)} <{_from_srcdir(d)}>`" for d in data]
+    tables = _machine_pages(perf)
+    if not tables:
+        return _missing("The benchmark results", perf, "make bench")
+    pages = [_results_page(t) for t in tables]
+    return "```{toctree}\n:maxdepth: 1\n\n" + "\n".join(pages) + "\n```\n"
+
+
+def _performance_headline() -> str:
+    """Each results page's headline table, under a link to the page."""
+    perf = os.path.join(RESULTS, "perf")
+    tables = _machine_pages(perf)
+    if not tables:
+        return _missing("The benchmark results", perf, "make bench")
+    lines = []
+    for table in tables:
+        with open(table, encoding="utf-8") as f:
+            text = f.read()
+        name = os.path.splitext(os.path.basename(table))[0]
+        title = re.search(r"^# (?:Results: )?(.+)$", text, re.M)
+        machine = re.search(r"\(`[\w-]+`; here (.+?)\), part by part", text)
+        headline = re.search(r"^## Headline\n(.*?)(?=^## )", text, re.M | re.S)
+        rows = [line for line in (headline[1] if headline else "").splitlines() if line[:1] == "|"]
+        link = f"{{doc}}`{title[1] if title else name} </_generated/results/{name}>`"
+        link += f" ({machine[1]})" if machine else ""
+        lines += [f"**{link}:**", ""]
+        lines += rows or ["(no layout sweep on this page)"]
         lines.append("")
     return "\n".join(lines)
 
 
-def _compatibility_fragment() -> str:
-    path = os.path.join(RESULTS, "compatibility.md")
+GPU_SCRIPT = "bash scripts/triton_gpu_run.sh on a GPU machine"
+
+
+def _cpp_or_triton_fragment() -> str:
+    """The C++ and Triton ops side by side (docs/results/cpp_or_triton.md),
+    its title a section of the page that includes it."""
+    path = os.path.join(RESULTS, "cpp_or_triton.md")
     if not os.path.exists(path):
-        return _missing("The Python x torch compatibility table", path, "make matrix")
-    return _toctree([_results_page(path, [], "make matrix")])
+        return _missing("The side-by-side measurements", path, GPU_SCRIPT)
+    return f"```{{include}} {_from_srcdir(path)}\n:heading-offset: 1\n```\n"
 
 
 def _docnames_in(pieces: dict[str, str]) -> list[str]:
@@ -486,17 +375,22 @@ def _docnames_in(pieces: dict[str, str]) -> list[str]:
 def generate(app: Sphinx) -> None:
     fragments = os.path.join(GENERATED, "fragments")
     tutorial_dir = os.path.abspath(app.config.tutorial_dir)
-    (toc,) = _tutorial_pages(tutorial_dir)
+    readme, toc = _tutorial_pages(tutorial_dir)
     pieces = {
+        "tutorial_readme.md": readme,
         "tutorial_toc.md": toc,
         "schemas.md": _schemas_fragment(),
-        # In a container, so the stylesheet can size this table to fit 1280 px.
         "tutorial_matrix.md": _tutorial_matrix_fragment(),
-        "compatibility.md": _compatibility_fragment(),
+        "compatibility.md": _include_or_missing(
+            "compatibility.md", "The Python x torch compatibility table", "make matrix"
+        ),
         "conformance.md": _conformance_fragment(),
         "performance.md": _performance_fragment(),
+        "performance_headline.md": _performance_headline(),
         "cpp_or_triton.md": _cpp_or_triton_fragment(),
-        "conformance_triton.md": _conformance_triton_fragment(),
+        "conformance_triton.md": _include_or_missing(
+            "conformance-triton-gpu.md", "The Triton ops' harness results", GPU_SCRIPT
+        ),
     }
     written = set()
     results = os.path.join(GENERATED, "results")
@@ -513,7 +407,78 @@ def generate(app: Sphinx) -> None:
             os.remove(os.path.join(fragments, f))
 
 
+# --------------------------------------------------------------------------
+# Word count
+
+WORDCOUNT = "wordcount.json"
+# Sphinx's own pages, which nobody reads through.
+NOT_READ = {"genindex.html", "search.html", "py-modindex.html"}
+
+
+class _ArticleText(HTMLParser):
+    """The text of a page's main article, as a reader meets it: prose, tables
+    and code alike (each highlighted token of code is a text node of its own,
+    so code counts about as many words as it has tokens)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depth = 0  # > 0 inside <article role="main">
+        self.skip = 0  # inside <script> or <style>
+        self.chunks: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        if self.depth:
+            self.depth += tag == "article"
+            self.skip += tag in ("script", "style")
+        elif tag == "article" and ("role", "main") in attrs:
+            self.depth = 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.depth:
+            self.depth -= tag == "article"
+            self.skip -= tag in ("script", "style")
+
+    def handle_data(self, data: str) -> None:
+        if self.depth and not self.skip:
+            self.chunks.append(data)
+
+
+def page_words(path: str) -> int:
+    parser = _ArticleText()
+    with open(path, encoding="utf-8") as f:
+        parser.feed(f.read())
+    return len(" ".join(parser.chunks).split())
+
+
+def site_words(site: str) -> dict[str, int]:
+    """Words per page of a built site, by path relative to it."""
+    counts = {}
+    for path in sorted(glob.glob(os.path.join(site, "**", "*.html"), recursive=True)):
+        rel = os.path.relpath(path, site)
+        if rel in NOT_READ or rel.startswith("_static"):
+            continue
+        counts[rel] = page_words(path)
+    return counts
+
+
+def report_words(app: Sphinx, exception: Exception | None) -> None:
+    """Prints the site's word count and writes it to docs/_build/wordcount.json."""
+    if exception is not None or app.builder.name != "html":
+        return
+    counts = site_words(app.outdir)
+    total = sum(counts.values())
+    largest = sorted(counts.items(), key=lambda kv: -kv[1])[:6]
+    print(
+        f"docs: {total} words on {len(counts)} pages; largest: "
+        + ", ".join(f"{name.removesuffix('.html')} {n}" for name, n in largest)
+    )
+    path = os.path.join(os.path.dirname(app.doctreedir), WORDCOUNT)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"total": total, "pages": counts}, f, indent=1)
+
+
 def setup(app: Sphinx) -> dict:
     app.add_config_value("tutorial_dir", os.path.join(REPO, "tutorial"), "env")
     app.connect("builder-inited", generate)
+    app.connect("build-finished", report_words)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

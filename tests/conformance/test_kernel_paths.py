@@ -220,7 +220,7 @@ def test_myadd_out_in_place_beside_a_transposed_input(device, dtype):
 
 
 # Values that break naive code: signed zeros, infinities, NaN (the harness's).
-SPECIALS = testing.layouts.SPECIAL_VALUES
+SPECIALS = testing.SPECIAL_VALUES
 
 # The run loop's input patterns (dense, repeated along the row, repeated
 # across rows), rows long enough for its two-vector steps and odd enough for

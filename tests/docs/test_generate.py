@@ -30,7 +30,8 @@ def tutorial(tmp_path, monkeypatch):
     root = tmp_path / "tutorial"
     _write(
         root / "01_define" / "README.md",
-        "# Define\n\nSee [ops.cpp](csrc/ops.cpp) and [next](../02_impl/README.md).\n",
+        "# Define\n\nSee [ops.cpp](csrc/ops.cpp) and [next](../02_impl/README.md);\n"
+        "[the tutorial](../README.md#building).\n",
     )
     _write(root / "01_define" / "csrc" / "ops.cpp", "// v1\n")
     _write(
@@ -40,26 +41,31 @@ def tutorial(tmp_path, monkeypatch):
     _write(root / "02_impl" / "csrc" / "ops.cpp", "// v2\n")
     _write(root / "02_impl" / "build" / "junk.o", "")
     _write(root / "walk.py", "")  # not a checkpoint
+    _write(root / "README.md", "# Tutorial\n\n| [02_impl](02_impl/README.md) | kernels |\n")
     monkeypatch.setattr(generate, "GENERATED", str(tmp_path / "_generated"))
     return root
 
 
-def test_one_page_per_checkpoint_with_diff(tutorial, tmp_path) -> None:
-    (toc,) = generate._tutorial_pages(str(tutorial))
+def test_one_page_per_checkpoint_links_its_files(tutorial, tmp_path) -> None:
+    readme, toc = generate._tutorial_pages(str(tutorial))
     out = tmp_path / "_generated" / "tutorial"
-    assert sorted(os.listdir(out)) == ["01_define.md", "02_impl.diff", "02_impl.md"]
+    assert sorted(os.listdir(out)) == ["01_define.md", "02_impl.md"]
     assert "/_generated/tutorial/01_define\n/_generated/tutorial/02_impl" in toc
-    diff = (out / "02_impl.diff").read_text()
-    assert "-// v1\n+// v2\n" in diff
-    assert "junk.o" not in (out / "02_impl.md").read_text()
+    page = (out / "02_impl.md").read_text()
+    # The files are linked, not shown: no listing, and no diff besides the README's.
+    assert "{download}`csrc/ops.cpp <../../tutorial/02_impl/csrc/ops.cpp>`" in page
+    assert "literalinclude" not in page
+    assert "junk.o" not in page
+    assert "# Tutorial" not in readme  # the index page keeps its own title
+    assert "[02_impl](../_generated/tutorial/02_impl.md)" in readme
 
 
 def test_readme_links_point_at_the_site(tutorial, tmp_path) -> None:
     generate._tutorial_pages(str(tutorial))
     first = (tmp_path / "_generated" / "tutorial" / "01_define.md").read_text()
-    assert "[ops.cpp](#tutorial-01-define-csrc-ops-cpp)" in first
-    assert ":name: tutorial-01-define-csrc-ops-cpp" in first
+    assert "{download}`ops.cpp <../../tutorial/01_define/csrc/ops.cpp>`" in first
     assert "[next](02_impl.md)" in first
+    assert "[the tutorial](../../tutorial/index.md#building)" in first
     second = (tmp_path / "_generated" / "tutorial" / "02_impl.md").read_text()
     assert "[kept](csrc/ops.cpp)" in second  # inside a code fence: untouched
     assert "gone (`nowhere.txt`)" in second
@@ -68,7 +74,7 @@ def test_readme_links_point_at_the_site(tutorial, tmp_path) -> None:
 
 def test_no_checkpoints_says_so(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(generate, "GENERATED", str(tmp_path / "_generated"))
-    (toc,) = generate._tutorial_pages(str(tmp_path / "empty"))
+    _, toc = generate._tutorial_pages(str(tmp_path / "empty"))
     assert "No checkpoints found" in toc
 
 
@@ -86,7 +92,9 @@ def test_conformance_table_from_junit(tmp_path) -> None:
         """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest" errors="0" failures="1" skipped="1" tests="4" time="1.5"
  timestamp="2026-01-02T03:04:05.000000+00:00" hostname="ci-box">
-<properties><property name="gpu" value="NVIDIA H100" /></properties>
+<properties><property name="commit" value="abc1234567" />
+<property name="command" value="pytest tests" /><property name="gpu" value="NVIDIA H100" />
+<property name="os" value="Linux" /></properties>
 <testcase classname="tests.conformance.test_ops" name="test_values[cpu]" time="0.1" />
 <testcase classname="tests.conformance.test_ops" name="test_values[cuda]" time="0.1">
   <skipped type="pytest.skip" message="needs a CUDA GPU">skip</skipped></testcase>
@@ -97,10 +105,41 @@ def test_conformance_table_from_junit(tmp_path) -> None:
 </testsuite></testsuites>"""
     )
     md = render_results.render_conformance(str(xml))
-    assert "at **2026-01-02 03:04 UTC** on host **ci-box**" in md
+    assert md.startswith("`pytest tests` at commit `abc1234567`, 2026-01-02 03:04 UTC")
     assert "| gpu | NVIDIA H100 |" in md
+    assert "| os |" not in md  # shown: the properties a reader needs
     assert "**4 tests: 1 passed, 1 failed, 1 skipped, 1 xfailed.**" in md
-    assert "| `conformance/test_ops.py::test_values` | 1 |  |  | 1 |  |" in md
-    assert "| `conformance/test_ops.py::TestGrad::test_grad` |  | 1 |" in md
+    # One row per test file, classes folded into their file.
+    assert "| `conformance/test_ops.py` | 1 | 1 |  | 1 | 1 |" in md
     assert "AssertionError: off by one" in md
     assert "| 1 | needs a CUDA GPU |" in md
+
+
+def test_word_count_reads_the_article(tmp_path) -> None:
+    page = tmp_path / "page.html"
+    page.write_text(
+        "<html><body><nav>Sidebar words not counted</nav>"
+        '<article role="main"><h1>Two words</h1><p>and <code>three</code> more</p>'
+        "<script>var x = 1;</script><article>nested counts</article></article>"
+        "<footer>not this</footer></body></html>"
+    )
+    assert generate.page_words(str(page)) == 7
+    (tmp_path / "search.html").write_text(page.read_text())
+    assert generate.site_words(str(tmp_path)) == {"page.html": 7}
+
+
+def test_performance_headline_links_each_machine_page(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(generate, "RESULTS", str(tmp_path))
+    perf = tmp_path / "perf"
+    perf.mkdir()
+    for kind, machine in (("cpu-16cores", "Intel(R) Xeon(R), 16 cores"), ("cpu-2cores", "X")):
+        (perf / f"{kind}.md").write_text(
+            f"# Results: {kind}\n\n`make bench` on a CPU (`{kind}`; here {machine}), part by part."
+            "\n\n## Headline\n\nText.\n\n| run | cells |\n| --- | --- |\n| cpu | 1 of 1 |\n\n"
+            "## Every layout\n\n| not | this |\n"
+        )
+    text = generate._performance_headline()
+    assert text.index("cpu-2cores>`") < text.index("cpu-16cores>`")  # by core count
+    assert "</_generated/results/cpu-16cores>` (Intel(R) Xeon(R), 16 cores):" in text
+    assert "| cpu | 1 of 1 |" in text
+    assert "| not | this |" not in text

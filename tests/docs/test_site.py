@@ -4,10 +4,13 @@
 Every generated page is parsed: each href and src that points inside the site
 must name a file that exists (and, for #anchors, an id on that page), and no
 page may carry the markers Sphinx leaves where an include or a directive
-failed. Then every page is loaded in headless Chromium and must render its
-article with no uncaught JavaScript error, and the landing and tutorial pages
-are screenshotted at 1280 px to docs/_build/screenshots/ for a human to look at
-(the Tutorial page holds the stage matrix, which must fit that width).
+failed. The site must stay readable in one sitting (its word count), keep
+its reading order, and link PyTorch's own docs where their APIs first
+appear. Then every page is loaded in headless Chromium and must render its
+article with no uncaught JavaScript error, and the index, Getting started,
+the Tutorial, one tutorial step and Performance are screenshotted at 1280 px
+to docs/_build/screenshots/ for a human to look at (the Tutorial page holds
+the stage matrix, which must fit that width).
 """
 
 import glob
@@ -16,6 +19,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from html import unescape
 from html.parser import HTMLParser
 from urllib.parse import unquote, urlsplit
@@ -27,6 +31,8 @@ DOCS = os.path.join(REPO, "docs")
 SITE = os.path.join(DOCS, "_build", "html")
 SCREENSHOTS = os.path.join(DOCS, "_build", "screenshots")
 TUTORIAL = os.environ.get("TUTORIAL_DIR", os.path.join(REPO, "tutorial"))
+sys.path.insert(0, os.path.join(DOCS, "_ext"))
+import generate  # noqa: E402  (docs/_ext/generate.py: the word count the build prints)
 
 # What Sphinx and docutils put in the HTML when something went wrong but the
 # build went on (the build fails on these too, under -W; this catches a site
@@ -124,8 +130,10 @@ def test_expected_pages_exist(site: str) -> None:
         "troubleshooting.html",
         "copy_your_own_op.html",
         "check_your_op.html",
+        "what_the_harness_found_in_torchvision.html",
         "anatomy.html",
         "stable_abi.html",
+        "ship_wheels.html",
         "autodiff.html",
         "aoti.html",
         "hardening.html",
@@ -134,19 +142,26 @@ def test_expected_pages_exist(site: str) -> None:
     assert expected <= pages, f"missing pages: {sorted(expected - pages)}"
 
 
+# The sidebar, in reading order: learn, then make your own, then look things up.
 TOP_LEVEL = [
     "Getting started",
     "Tutorial",
+    "Anatomy of a call",
+    "Every autodiff mode",
     "Copy this for your own op",
     "Check your own op in ten lines",
-    "API reference",
-    "Conformance",
-    "Compatibility",
+    "What the harness found in torchvision",
     "Classic or stable ABI?",
     "C++/CUDA or Triton?",
+    "Ship wheels for your package",
+    "Deploy without Python: AOTInductor",
+    "API reference",
+    "Conformance",
+    "Compatibility matrix",
     "Performance",
     "Troubleshooting",
 ]
+WORD_BUDGET = 35_000
 
 
 def _sidebar_entries(page: str, level: int) -> list[str]:
@@ -164,47 +179,122 @@ def test_sidebar_top_level_in_reading_order(site: str) -> None:
     assert _sidebar_entries("getting_started.html", 1) == TOP_LEVEL
 
 
-def test_results_pages_nest_under_performance_and_compatibility(site: str) -> None:
+def test_api_reference_is_the_api_alone(site: str) -> None:
+    """Anatomy, Autodiff and AOTInductor are guides (top-level pages, see
+    TOP_LEVEL), not sub-pages of the API reference."""
+    assert "toctree-wrapper" not in _article(site, "api.html")
+
+
+def test_results_pages_nest_under_performance(site: str) -> None:
     results = sorted(glob.glob(os.path.join(site, "_generated", "results", "*.html")))
     assert results, "no results pages"
-    for parent in ("performance.html", "compatibility.html"):
-        with open(os.path.join(site, parent), encoding="utf-8") as f:
-            html = f.read()
-        article = html[html.index('role="main"') :]
-        linked = {
-            os.path.basename(p)
-            for p in results
-            if f"_generated/results/{os.path.basename(p)}" in article
-        }
-        assert linked, f"{parent} links to no results page"
-    second = _sidebar_entries("performance.html", 2)
-    assert any(e.startswith("Benchmarks") for e in second), second
+    with open(os.path.join(site, "performance.html"), encoding="utf-8") as f:
+        html = f.read()
+    article = html[html.index('role="main"') :]
+    for page in results:
+        assert f"_generated/results/{os.path.basename(page)}" in article, page
+    second = [e for e in _sidebar_entries("performance.html", 2) if e.startswith("Results: ")]
+    assert len(second) == len(results), f"the sidebar lists {second} under Performance"
 
 
-def test_side_paths_have_pages_after_step_5(site: str) -> None:
-    sides = sorted(
-        os.path.basename(os.path.dirname(d))
-        for d in glob.glob(os.path.join(TUTORIAL, "appendix", "*", "README.md"))
+def test_one_results_page_per_kind_of_machine(site: str) -> None:
+    """At most one page for each of the 2-core CPU, the 16-core CPU and the GPU."""
+    pages = sorted(
+        os.path.basename(p) for p in glob.glob(os.path.join(site, "_generated", "results", "*"))
     )
-    assert sides, "no tutorial/appendix/*/README.md"
-    with open(os.path.join(site, "tutorial", "index.html"), encoding="utf-8") as f:
-        index = f.read()
-    article = index[index.index('role="main"') :]
-    last_step = article.index("_generated/tutorial/05_")
-    for side in sides:
-        href = f"_generated/tutorial/appendix_{side}.html"
-        assert href in article, f"the Tutorial page does not link to {href}"
-        assert article.index(href) > last_step, f"{href} comes before step 5"
-        with open(os.path.join(site, href), encoding="utf-8") as f:
-            html = f.read()
-        assert f"tutorial/appendix/{side}/" in html, f"{side}: no source listing"
-        assert "Test results" in html, f"{side}: no test results section"
+    kinds = [re.sub(r"\.html$", "", p) for p in pages if p.endswith(".html")]
+    assert all(re.fullmatch(r"cpu-\d+cores|cuda", k) for k in kinds), kinds
+    assert len(kinds) <= 3, kinds
+
+
+def test_site_reads_in_one_sitting(site: str) -> None:
+    """The budget the docs build prints: every page's article, code included."""
+    counts = generate.site_words(site)
+    total = sum(counts.values())
+    with open(os.path.join(DOCS, "_build", generate.WORDCOUNT), encoding="utf-8") as f:
+        assert json.load(f)["total"] == total, "wordcount.json is not this build's"
+    largest = sorted(counts.items(), key=lambda kv: -kv[1])[:5]
+    assert total < WORD_BUDGET, f"{total} words (budget {WORD_BUDGET}); largest: {largest}"
+
+
+def _reading_order(site: str) -> list[str]:
+    with open(os.path.join(site, "index.html"), encoding="utf-8") as f:
+        html = f.read()
+    sidebar = html[html.index('class="sidebar-tree"') :]
+    hrefs = re.findall(r'<a class="reference internal" href="([^"#]+)', sidebar)
+    return list(dict.fromkeys(["index.html", *hrefs]))
+
+
+def _article(site: str, page: str) -> str:
+    """The page's main article, without the theme's sidebar and footer."""
+    with open(os.path.join(site, page), encoding="utf-8") as f:
+        html = f.read()
+    article = html[html.index('role="main"') :]
+    return article[: article.rindex("</article>")]
+
+
+@pytest.mark.parametrize(
+    ("term", "target"),
+    [
+        ("opcheck", "library.html#torch.library.opcheck"),
+        ("register_fake", "library.html#torch.library.register_fake"),
+        ("OpOverload", "library.html"),
+    ],
+)
+def test_torch_library_linked_where_first_met(site: str, term: str, target: str) -> None:
+    """The first page (in reading order) that names one of torch.library's
+    concepts links PyTorch's own documentation of it."""
+    for page in _reading_order(site):
+        article = _article(site, page)
+        if term in unescape(re.sub(r"<[^>]+>", "", article)):
+            links = re.findall(
+                r'<a class="reference external" href="([^"]+)"[^>]*>(.*?)</a>', article, re.S
+            )
+            assert any(
+                href.startswith("https://docs.pytorch.org/docs/stable/")
+                and href.endswith(target)
+                and term in re.sub(r"<[^>]+>", "", text)
+                for href, text in links
+            ), f"{page} is where {term} first appears; it should link {target}"
+            return
+    pytest.fail(f"no page names {term}")
+
+
+def test_api_shows_parameters_once_per_function(site: str) -> None:
+    article = _article(site, "api.html")
+    functions = re.split(r'<dl class="py function">', article)[1:]
+    assert len(functions) == 3, "expected mymuladd, mymul, myadd_out"
+    for body in functions:
+        assert body.count(">Parameters<") <= 1, body[:300]
+
+
+def test_getting_started_takes_a_reader_to_make_tutorial(site: str) -> None:
+    text = unescape(re.sub(r"<[^>]+>", "", _article(site, "getting_started.html")))
+    for needed in ("git clone", "make tutorial", "Python 3.", "CUDA toolkit", "C++"):
+        assert needed in text, needed
+    assert not re.search(r"\b[A-Z]+_(TIME|TOTAL|VENV|CACHE)\b|DOWNLOAD\b", text), (
+        "an unfilled measurement"
+    )
+    assert re.search(r"\d+ min", text), "what make tutorial costs in time"
+    assert re.search(r"\d+(\.\d+)? GB", text), "what make tutorial costs in disk"
+
+
+def test_every_step_links_onward(site: str) -> None:
+    """Each step ends with "Next:" and a link, the last one included."""
+    stages = sorted(glob.glob(os.path.join(site, "_generated", "tutorial", "[0-9][0-9]_*.html")))
+    assert stages, "no tutorial steps"
+    for page in stages:
+        article = _article(site, _rel(page))
+        assert re.search(r"<p>Next:[^<]*(<[^a][^>]*>[^<]*)*<a ", article), (
+            f"{_rel(page)} has no 'Next:' link"
+        )
 
 
 def test_matrix_cells_are_marks_with_footnotes(site: str) -> None:
     with open(os.path.join(site, "tutorial", "index.html"), encoding="utf-8") as f:
         html = f.read()
-    table = html[html.index("<table") : html.index("</table>")]
+    matrix = html[html.index('class="stage-matrix') :]
+    table = matrix[matrix.index("<table") : matrix.index("</table>")]
     cells = re.findall(r"<td[^>]*>(.*?)</td>", table, re.S)
     body = [re.sub(r"<[^>]+>", "", c).strip() for c in cells]
     marks = [c for c in body if not re.match(r"^(0\d_\w+|reference)$", c)]
@@ -227,7 +317,14 @@ def test_one_page_per_tutorial_checkpoint(site: str) -> None:
         assert os.path.exists(page), f"no page for tutorial/{stage}"
         with open(page, encoding="utf-8") as f:
             html = f.read()
-        assert f"tutorial/{stage}/" in html, f"{stage}: no source listing on its page"
+        assert f"tutorial/{stage}/" in html, f"{stage}: no links to its files"
+        # The prose and one diff (the README's), the files a click away.
+        assert html.count('class="highlight-diff') <= 1, f"{stage}: more than one diff"
+        assert 'class="code-block-caption"' not in html, f"{stage}: a file shown in full"
+        downloads = re.findall(r'class="reference download internal"[^>]*href="([^"]+)"', html)
+        assert downloads, f"{stage}: its files are not linked"
+        for href in downloads:
+            assert os.path.exists(os.path.join(os.path.dirname(page), unquote(href))), href
 
 
 @pytest.mark.parametrize("page", [_rel(p) for p in _pages()] or ["<no pages>"])
@@ -261,14 +358,15 @@ def test_page_links_resolve(site: str, page: str) -> None:
 def test_results_are_shown_where_they_exist(site: str) -> None:
     """A results file that exists must be rendered, not reported as missing."""
     pages = {
-        "tutorial_matrix.md": "conformance.html",
-        "tutorial_matrix_gpu.md": "conformance.html",
+        "tutorial_matrix.md": "tutorial/index.html",
+        "tutorial_matrix_gpu.md": "tutorial/index.html",
         "compatibility.md": "compatibility.html",
-        "conformance.xml": "conformance.html",
-        "conformance-stable.xml": "conformance.html",
+        "conformance.md": "conformance.html",
+        "conformance-stable.md": "conformance.html",
+        "conformance-gpu.md": "conformance.html",
         "perf": "performance.html",
         "cpp_or_triton.md": "cpp_or_triton.html",
-        "conformance-triton-gpu.xml": "cpp_or_triton.html",
+        "conformance-triton-gpu.md": "cpp_or_triton.html",
     }
     for name, page in pages.items():
         with open(os.path.join(site, page), encoding="utf-8") as f:
@@ -300,7 +398,7 @@ _FIT_PROBE = """<html><body style="margin:0">
 <script>
 document.getElementById("f").onload = function () {{
   var d = this.contentDocument, out = [];
-  d.querySelectorAll("article table").forEach(function (t) {{
+  d.querySelectorAll("article div.stage-matrix table").forEach(function (t) {{
     var w = t.closest(".table-wrapper") || t.parentElement;
     out.push([t.getBoundingClientRect().width, w.clientWidth, w.scrollWidth,
               d.documentElement.scrollWidth, d.documentElement.clientWidth]);
@@ -327,7 +425,7 @@ def test_matrix_fits_1280px(site: str, chromium: str, tmp_path) -> None:
     found = re.search(r'data-tables="([^"]*)"', result.stdout)
     assert found, f"the probe did not run:\n{result.stderr[-2000:]}"
     tables = json.loads(unescape(found.group(1)))
-    assert tables, "no table on the Tutorial page"
+    assert tables, "no stage matrix on the Tutorial page"
     table_width, wrapper_width, wrapper_scroll, page_scroll, page_width = tables[0]
     assert wrapper_scroll <= wrapper_width, f"the matrix scrolls: {tables[0]}"
     assert page_scroll <= page_width, f"the page scrolls sideways: {tables[0]}"
@@ -335,22 +433,14 @@ def test_matrix_fits_1280px(site: str, chromium: str, tmp_path) -> None:
 
 
 def _screenshot_pages() -> list[str]:
-    pages = [
+    """The pages a newcomer meets first, and the one with the widest table."""
+    return [
         "index.html",
+        "getting_started.html",
         "tutorial/index.html",
-        "copy_your_own_op.html",
-        "check_your_op.html",
-        "anatomy.html",
-        "stable_abi.html",
-        "autodiff.html",
-        "conformance.html",
+        "_generated/tutorial/03_fake.html",
         "performance.html",
-        "troubleshooting.html",
     ]
-    pages += sorted(
-        _rel(p) for p in glob.glob(os.path.join(SITE, "_generated", "tutorial", "*.html"))
-    )
-    return pages
 
 
 @pytest.mark.parametrize("page", _screenshot_pages())

@@ -1,5 +1,5 @@
 """The harness catches real bugs: each zoo op fails the check meant for its
-bug, and the correct zoo ops (mul, add_out) pass every check.
+bug, and the correct zoo ops (mul, add_out, muladd) pass every check.
 
 BUGS is the table bug x check: the check meant to catch each bug, and every
 check that fails on it (some bugs show in more than one place; the set is
@@ -17,7 +17,12 @@ import pytest
 import torch
 from child_process import run_python
 
-from extension_cpp.testing import FIXES, ConformanceFailure, run_all
+from extension_cpp_testing import FIXES, ConformanceFailure, run_all
+from extension_cpp_testing.conformance import (
+    INPUT_MODIFIED_FIX,
+    NO_BATCHING_RULE_FIX,
+    NO_FAKE_KERNEL_FIX,
+)
 
 from . import zoo as zoo_module
 
@@ -63,7 +68,12 @@ BUGS = {
         {"results"},
     ),
     "zero_skip_mul": ("a zero shortcut: 0 * inf and 0 * NaN give 0", "results", {"results"}),
-    "overlap_add_out": ("an out= op that accepts overlapping memory", "bad_input", {"bad_input"}),
+    "overlap_add_out": (
+        "an out= op that accepts overlapping memory",
+        "bad_input",
+        # internal_assert has no error to judge either.
+        {"bad_input", "internal_assert"},
+    ),
     "unmarked_add_out": (
         "a mutable op whose schema lacks (a!)",
         "opcheck",
@@ -71,7 +81,50 @@ BUGS = {
         # out untouched.
         {"opcheck", "compile", "dynamic"},
     ),
+    "float32_fake_mul": (
+        "a fake kernel that returns float32 whatever the dtype",
+        "fake",
+        # opcheck's test_faketensor sees it in the dtypes past float32 too.
+        {"fake", "opcheck"},
+    ),
+    "contiguous_out_add_out": (
+        "an out= kernel that writes out as if it were contiguous",
+        "results",
+        {"results"},
+    ),
+    "no_vmap_mul": ("no batching rule: vmap falls back to a loop", "vmap", {"vmap"}),
+    "mutating_mul": (
+        "a kernel that writes into its input",
+        "results",
+        # opcheck's test_schema sees the write; autograd's saved input changes
+        # under the gradient checks.
+        {"results", "opcheck", "gradcheck", "gradgradcheck", "autodiff"},
+    ),
+    "contiguous_mul": (
+        "a contiguous output whatever the inputs' layout (its fake kernel agrees)",
+        "strides",
+        {"strides"},
+    ),
+    "int_size_fake_mul": (
+        "a fake kernel that reads a size as a Python int",
+        "export",
+        # torch.compile(dynamic=True) recompiles for each size.
+        {"export", "dynamic"},
+    ),
+    "returning_fake_add_out": (
+        "an out= op's fake kernel that returns a new tensor",
+        "fake",
+        # Everything that traces the op meets the same error.
+        {"fake", "opcheck", "compile", "dynamic", "export"},
+    ),
+    "double_rounded_muladd": (
+        "a*b + c rounded twice in float16 and bfloat16, where it claims once",
+        "results",
+        {"results"},
+    ),
 }
+# The fix shown where the finding calls for a more specific one than the check's.
+SPECIFIC_FIXES = {"no_vmap_mul": NO_BATCHING_RULE_FIX, "mutating_mul": INPUT_MODIFIED_FIX}
 # Past 2^31 elements (EXTENSION_CPP_HUGE=1: a 4 GiB float16 output).
 HUGE_BUGS = {"int_count_mul": ("an int element count that overflows", "huge", {"huge"})}
 # CUDA only.
@@ -104,9 +157,9 @@ def _assert_caught(failures, op_name, bug, meant, expected):
     # The failure names the check, the case (a test id) and the fix.
     assert first.check == meant
     assert first.case.startswith(f"{op_name}-{meant}-")
-    assert first.fix == FIXES[meant]
+    assert first.fix == SPECIFIC_FIXES.get(op_name, FIXES[meant])
     assert str(first).startswith(f"[{meant}] {first.case}: ")
-    assert f"fix: {FIXES[meant]}" in str(first)
+    assert f"fix: {first.fix}" in str(first)
 
 
 @pytest.mark.parametrize("op_name", list(BUGS))
@@ -114,7 +167,7 @@ def test_harness_catches_the_bug(zoo, op_name):
     _assert_caught(run_all(zoo[op_name]), op_name, *BUGS[op_name])
 
 
-@pytest.mark.parametrize("op_name", ["mul", "add_out", "int_count_mul"])
+@pytest.mark.parametrize("op_name", ["mul", "add_out", "muladd", "int_count_mul"])
 def test_correct_ops_pass_every_check(zoo, op_name):
     spec = zoo[op_name]
     # int_count_mul is correct below 2^31 elements: its bug shows only in the
@@ -122,6 +175,26 @@ def test_correct_ops_pass_every_check(zoo, op_name):
     checks = [c for c in spec.checks if not (op_name == "int_count_mul" and c == "huge")]
     failures = run_all(spec, checks)
     assert not failures, {check: str(fs[0]) for check, fs in failures.items()}
+
+
+def test_without_a_fake_kernel_every_fix_points_at_the_missing_kernel(zoo):
+    failures = run_all(zoo["no_fake_mul"])
+    assert set(failures) == {"fake", "opcheck", "compile", "dynamic", "export", "bad_input"}
+    for check, found in failures.items():
+        assert found[0].fix == NO_FAKE_KERNEL_FIX, check
+    assert "dynamic" in failures  # the check whose fix spoke of symbolic sizes
+
+
+def test_an_out_ops_fake_check_compares_the_fake_kernels_effect(zoo):
+    """The fake check of an out= op can fail (it once compared out with itself):
+    here on a fake kernel that returns a tensor where the kernel returns None."""
+    failures = run_all(zoo["returning_fake_add_out"], checks={"fake"})
+    assert failures["fake"][0].case == "returning_fake_add_out-fake-cpu-float32-contiguous"
+
+
+def test_internal_assert_fails_where_no_error_is_raised(zoo):
+    failures = run_all(zoo["overlap_add_out"], checks={"internal_assert"})
+    assert "no error at all" in failures["internal_assert"][0].what
 
 
 @pytest.mark.huge
@@ -141,7 +214,7 @@ def test_harness_catches_the_legacy_default_stream():
     child = textwrap.dedent(
         f"""
         import json
-        from extension_cpp.testing import run_all
+        from extension_cpp_testing import run_all
         from tests.harness_zoo import zoo
 
         failures = run_all(zoo.load()[{op_name!r}])
@@ -156,6 +229,77 @@ def test_harness_catches_the_legacy_default_stream():
     _assert_caught(failures, op_name, *CUDA_BUGS[op_name])
 
 
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_capture_check_restores_the_sync_debug_mode_under_warnings_as_errors():
+    """The cuda_graph check looks for host syncs with torch's sync debug mode,
+    whose first use in a process warns that it is a prototype. Under
+    warnings-as-errors (pytest here, and this suite) that warning must not
+    leave the mode on: every later case would then fail on its own syncs.
+    A fresh process, so that the warning is its first."""
+    child = textwrap.dedent(
+        """
+        import warnings
+        warnings.simplefilter("error")
+        import torch
+        from extension_cpp_testing import OpSpec, run_all
+
+        spec = OpSpec(torch.ops.aten.mul.Tensor, reference=torch.mul, devices=("cuda",),
+                      layouts=("contiguous",), exact=True)
+        failures = run_all(spec, checks={"cuda_graph", "results"})
+        print(sorted(failures), torch.cuda.get_sync_debug_mode())
+        """
+    )
+    proc = run_python(["-c", child], env={"PYTHONPATH": str(REPO)}, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == "[] 0"
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_a_failed_capture_leaves_nothing_behind():
+    """In a process of its own, two ops that break a CUDA graph capture (a
+    launch on the legacy default stream, a host sync not declared), then
+    correct ops on the GPU, whose checks draw random numbers, capture and
+    replay: they must all pass, as in a fresh process. The sync is also
+    declared (capturable=False), and then the capture must fail clearly."""
+    child = textwrap.dedent(
+        """
+        import dataclasses, json
+        import torch
+        from extension_cpp_testing import OpSpec, run_all
+        from tests.harness_zoo import zoo
+
+        specs = zoo.load()
+        cuda = dict(devices=("cuda",), layouts=("contiguous", "transposed"), exact=True)
+        found = {
+            "default_stream": run_all(specs["default_stream_mul"], checks={"cuda_graph"}),
+            "synced": run_all(specs["synced_mul"], checks={"cuda_graph"}),
+            "synced_declared": run_all(
+                dataclasses.replace(specs["synced_mul"], capturable=False), checks={"cuda_graph"}
+            ),
+            "after": run_all(
+                OpSpec(torch.ops.aten.mul.Tensor, reference=torch.mul, **cuda),
+                checks={"results", "cuda_graph", "side_stream", "gradcheck", "compile"},
+            ),
+        }
+        print(json.dumps({k: {c: str(fs[0]) for c, fs in v.items()} for k, v in found.items()}))
+        """
+    )
+    proc = run_python(["-c", child], env={"PYTHONPATH": str(REPO)}, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found = json.loads(proc.stdout.strip().splitlines()[-1])
+    # A launch on the legacy stream during capture either breaks the capture
+    # or runs at once, outside the graph, which the replay then lacks.
+    default_stream = found["default_stream"]["cuda_graph"]
+    assert (
+        "capture failed" in default_stream or "replayed graph's result is wrong" in default_stream
+    )
+    assert "synchronizes with the host" in found["synced"]["cuda_graph"]
+    assert found["synced_declared"] == {}
+    assert found["after"] == {}
+
+
 def test_generated_pytest_tests_name_check_case_and_fix(tmp_path):
     """End to end: conformance_tests() in a test module, run by pytest with the plugin."""
     module = tmp_path / "test_wrong_sign.py"
@@ -163,7 +307,7 @@ def test_generated_pytest_tests_name_check_case_and_fix(tmp_path):
         textwrap.dedent(
             """
             import dataclasses
-            from extension_cpp.testing import conformance_tests
+            from extension_cpp_testing import conformance_tests
             from tests.harness_zoo import zoo
 
             specs = zoo.load()
@@ -179,7 +323,7 @@ def test_generated_pytest_tests_name_check_case_and_fix(tmp_path):
         )
     )
     proc = run_python(
-        ["-m", "pytest", "-p", "extension_cpp.testing.pytest_plugin"]
+        ["-m", "pytest", "-p", "extension_cpp_testing.pytest_plugin"]
         + ["-p", "no:cacheprovider", "-rf", "--rootdir", str(tmp_path), str(module)],
         cwd=tmp_path,
         env={"PYTHONPATH": str(REPO)},

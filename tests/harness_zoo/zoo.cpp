@@ -1,13 +1,15 @@
 // The harness zoo: small elementwise ops, each with one bug that real
 // extensions have shipped, beside two correct ones (mul, add_out).
 //
-// tests/harness_zoo/test_zoo.py runs extension_cpp.testing on each and
+// tests/harness_zoo/test_zoo.py runs extension_cpp_testing on each and
 // asserts that the check meant for its bug fails, and that the correct ops
 // pass everything. The bugs in this file are the kernels' (an int element
 // count, a lost sign of zero, a shortcut that turns 0 * inf into 0, an
 // INTERNAL ASSERT for a user error, an out= op blind to overlap, a schema
-// without (a!)); zoo.py adds the registration bugs (fake kernels,
-// autograd). CPU only: the one CUDA bug is in zoo_cuda.cu.
+// without (a!), a product rounded before the sum, a contiguous output
+// whatever the inputs, a write into an input, an out written as if it were
+// contiguous); zoo.py adds the registration bugs (fake kernels, autograd,
+// batching rules). CPU only: the one CUDA bug is in zoo_cuda.cu.
 #include <ATen/ATen.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/OpMathType.h>
@@ -17,6 +19,7 @@
 #include <torch/library.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -176,6 +179,46 @@ at::Tensor zero_skip_mul(const at::Tensor& a, const at::Tensor& b) {
   return out;
 }
 
+// The correct a*b + c: half types computed in float and rounded once.
+at::Tensor muladd(const at::Tensor& a, const at::Tensor& b, double c) {
+  check_inputs("harness_zoo.muladd", a, b);
+  at::Tensor out = empty_output(a, b);
+  for_each_element<int64_t>(out, a, b,
+                            [c](auto x, auto y) { return x * y + static_cast<decltype(x)>(c); });
+  return out;
+}
+
+// Bug: the product is rounded to the dtype before c is added, so a half
+// type result is rounded twice (one ulp off for about one element in five).
+at::Tensor double_rounded_muladd(const at::Tensor& a, const at::Tensor& b, double c) {
+  check_inputs("harness_zoo.double_rounded_muladd", a, b);
+  at::Tensor product = empty_output(a, b);
+  for_each_element<int64_t>(product, a, b, kMul);  // rounded to the dtype: the bug
+  at::Tensor out = empty_output(a, b);
+  for_each_element<int64_t>(out, product, product,
+                            [c](auto x, auto) { return x + static_cast<decltype(x)>(c); });
+  return out;
+}
+
+// Bug: the output is always contiguous, where torch.mul keeps the inputs'
+// layout (transposed in, transposed out); its fake kernel agrees with it.
+at::Tensor contiguous_mul(const at::Tensor& a, const at::Tensor& b) {
+  check_inputs("harness_zoo.contiguous_mul", a, b);
+  at::Tensor out = at::empty(a.sizes(), a.options());
+  for_each_element<int64_t>(out, a, b, kMul);
+  return out;
+}
+
+// Bug: the product is written into a as well (a scratch buffer saved), which
+// the schema does not say: a caller's tensor changes under it.
+at::Tensor mutating_mul(const at::Tensor& a, const at::Tensor& b) {
+  check_inputs("harness_zoo.mutating_mul", a, b);
+  at::Tensor out = empty_output(a, b);
+  for_each_element<int64_t>(out, a, b, kMul);
+  a.copy_(out);
+  return out;
+}
+
 // out shares memory with x without being exactly x (same offset and strides).
 bool partially_overlaps(const at::Tensor& out, const at::Tensor& x) {
   return out.numel() > 0 && x.numel() > 0 && out.is_alias_of(x) &&
@@ -216,6 +259,16 @@ void overlap_add_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) 
   for_each_element<int64_t>(out, a, b, kAdd);
 }
 
+// Bug: the sums are computed into a contiguous buffer and copied byte for
+// byte into out's memory, as if out were contiguous: a transposed out gets
+// them in the wrong places, a strided one only in its first half.
+void contiguous_out_add_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
+  check_out("harness_zoo.contiguous_out_add_out", a, b, out);
+  at::Tensor sums = at::empty(out.sizes(), out.options());
+  for_each_element<int64_t>(sums, a, b, kAdd);
+  std::memcpy(out.data_ptr(), sums.const_data_ptr(), sums.nbytes());
+}
+
 // Bug: the kernel writes out, but the schema says `Tensor out`, not
 // `Tensor(a!) out`: the compiler may reorder, drop or reuse the write.
 void unmarked_add_out(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
@@ -240,6 +293,20 @@ TORCH_LIBRARY(harness_zoo, m) {
   m.def("zero_skip_mul(Tensor a, Tensor b) -> Tensor");
   m.def("overlap_add_out(Tensor a, Tensor b, Tensor(a!) out) -> ()");
   m.def("unmarked_add_out(Tensor a, Tensor b, Tensor out) -> ()");
+  m.def("muladd(Tensor a, Tensor b, float c) -> Tensor");
+  m.def("double_rounded_muladd(Tensor a, Tensor b, float c) -> Tensor");
+  m.def("contiguous_mul(Tensor a, Tensor b) -> Tensor");
+  m.def("mutating_mul(Tensor a, Tensor b) -> Tensor");
+  m.def("contiguous_out_add_out(Tensor a, Tensor b, Tensor(a!) out) -> ()");
+  // mul's kernel, with a fake kernel that returns float32 whatever the
+  // dtype, with a fake kernel that reads a size as a Python int, with no
+  // fake kernel at all, and with no batching rule (zoo.py).
+  m.def("float32_fake_mul(Tensor a, Tensor b) -> Tensor");
+  m.def("int_size_fake_mul(Tensor a, Tensor b) -> Tensor");
+  m.def("no_fake_mul(Tensor a, Tensor b) -> Tensor");
+  m.def("no_vmap_mul(Tensor a, Tensor b) -> Tensor");
+  // add_out's kernel, with a fake kernel that returns a new tensor.
+  m.def("returning_fake_add_out(Tensor a, Tensor b, Tensor(a!) out) -> ()");
   // CUDA only (zoo_cuda.cu, built where there is a GPU).
   m.def("default_stream_mul(Tensor a, Tensor b) -> Tensor");
 }
@@ -263,6 +330,19 @@ TORCH_LIBRARY_IMPL(harness_zoo, CPU, m) {
   m.impl("add_out", &add_out);
   m.impl("overlap_add_out", &overlap_add_out);
   m.impl("unmarked_add_out", &unmarked_add_out);
+  ZOO_MUL(float32_fake_mul);
+  ZOO_MUL(int_size_fake_mul);
+  ZOO_MUL(no_fake_mul);
+  ZOO_MUL(no_vmap_mul);
+  m.impl("muladd", &muladd);
+  m.impl("double_rounded_muladd", &double_rounded_muladd);
+  m.impl("contiguous_mul", &contiguous_mul);
+  m.impl("mutating_mul", &mutating_mul);
+  m.impl("contiguous_out_add_out", &contiguous_out_add_out);
+  m.impl("returning_fake_add_out", [](const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
+    check_out("harness_zoo.returning_fake_add_out", a, b, out);
+    for_each_element<int64_t>(out, a, b, kAdd);
+  });
 }
 
 }  // namespace harness_zoo

@@ -3,8 +3,10 @@
 ``load()`` compiles zoo.cpp (and zoo_cuda.cu where there is a GPU) once into
 build/harness_zoo with torch.utils.cpp_extension; ninja rebuilds it only when
 a source changes, so a later session just loads the library. Then it
-registers the fake and autograd kernels below, some with their bug, and
-returns one OpSpec per op.
+registers the fake, autograd and batching (vmap) kernels below, some with
+their bug, and returns one OpSpec per op. It needs torch and the harness
+only (zoo_checks.py holds its fake kernels' checks), so the standalone
+harness's tests run it too.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from pathlib import Path
 import torch
 from torch.utils import cpp_extension
 
-from extension_cpp import _checks
-from extension_cpp.testing import OpSpec
+from extension_cpp_testing import OpSpec
+
+from . import zoo_checks as _checks
 
 HERE = Path(__file__).resolve().parent
 BUILD = HERE.parents[1] / "build" / "harness_zoo"
@@ -29,10 +32,9 @@ ZOO_DTYPES = (torch.float32, torch.float64)
 ops = torch.ops.harness_zoo
 
 
-# The fake kernels check with extension_cpp's own Python checks (the zoo's
-# C++ kernels say the same words as csrc/ops.cpp), leaving out what a bug
-# leaves out.
-_output = _checks.elementwise_output  # torch.mul(a, b)'s layout, as TensorIterator's
+# The fake kernels check what zoo.cpp checks, in its words (zoo_checks.py),
+# leaving out what a bug leaves out.
+_output = _checks.output  # torch.mul(a, b)'s layout, as TensorIterator's
 
 
 # -- registrations ------------------------------------------------------------
@@ -68,15 +70,101 @@ def _autograd(name, sign=1.0):
     torch.library.register_autograd(f"harness_zoo::{name}", backward, setup_context=setup_context)
 
 
+def _batch_first(x: torch.Tensor, dim, size: int) -> torch.Tensor:
+    """x with its vmap batch dimension first (expanded to size if it has none)."""
+    return x.movedim(dim, 0) if dim is not None else x.expand(size, *x.shape)
+
+
+def _vmap(name):
+    """A batching rule for an elementwise zoo op: both inputs batched first,
+    then one call of the op on the whole batch (its inputs share one shape)."""
+    op = getattr(ops, name).default
+
+    def rule(info, in_dims, a, b, *rest):
+        a, b = (_batch_first(x, d, info.batch_size) for x, d in zip((a, b), in_dims))
+        return op(a, b, *rest), 0
+
+    torch.library.register_vmap(f"harness_zoo::{name}", rule)
+
+
+# Every functional op has a batching rule but no_vmap_mul (its bug).
+FUNCTIONAL = (
+    "mul",
+    "fake_strides_mul",
+    "unchecked_fake_mul",
+    "no_autograd_mul",
+    "wrong_sign_mul",
+    "internal_assert_mul",
+    "int_count_mul",
+    "accumulated_mul",
+    "zero_skip_mul",
+    "float32_fake_mul",
+    "int_size_fake_mul",
+    "no_fake_mul",
+    "contiguous_mul",
+    "mutating_mul",
+    "muladd",
+    "double_rounded_muladd",
+)
+
+
 def _register() -> None:
     # Correct: mul, add_out, and every op whose bug is in its kernel or schema.
     kernel_bugs = ("int_count_mul", "accumulated_mul", "zero_skip_mul")
-    for name in ("mul", "no_autograd_mul", "wrong_sign_mul", *kernel_bugs):
+    for name in ("mul", "no_autograd_mul", "wrong_sign_mul", "no_vmap_mul", *kernel_bugs):
         _checked_fake(name)
-    for name in ("mul", "fake_strides_mul", "unchecked_fake_mul", *kernel_bugs):
+    for name in ("mul", "fake_strides_mul", "unchecked_fake_mul", "no_vmap_mul", *kernel_bugs):
         _autograd(name)
-    for name in ("add_out", "unmarked_add_out"):
+    for name in ("float32_fake_mul", "int_size_fake_mul", "no_fake_mul", "mutating_mul"):
+        _autograd(name)
+    _autograd("contiguous_mul")
+    for name in ("add_out", "unmarked_add_out", "contiguous_out_add_out"):
         _fake(name, functools.partial(_checks.check_out, f"harness_zoo.{name}"))
+    for name in FUNCTIONAL:
+        _vmap(name)
+
+    # contiguous_mul's fake kernel agrees with its kernel (and both with
+    # neither torch.mul): only the strides check can tell.
+    def contiguous(a, b):
+        _checks.check_inputs("harness_zoo.contiguous_mul", a, b)
+        return a.new_empty(a.shape)
+
+    _fake("contiguous_mul", contiguous)
+
+    # mutating_mul's fake kernel is right: the bug is in the kernel alone.
+    _checked_fake("mutating_mul")
+
+    for name in ("muladd", "double_rounded_muladd"):
+
+        def fake_muladd(a, b, c, name=name):
+            _checks.check_inputs(f"harness_zoo.{name}", a, b)
+            return _output(a, b)
+
+        _fake(name, fake_muladd)
+
+    # Bug: float32 whatever the inputs' dtype.
+    def float32_fake(a, b):
+        _checks.check_inputs("harness_zoo.float32_fake_mul", a, b)
+        return torch.empty_like(_output(a, b), dtype=torch.float32)
+
+    _fake("float32_fake_mul", float32_fake)
+
+    # Bug: a scratch buffer sized with int(), which turns the symbolic element
+    # count into a constant of the compiled graph.
+    def int_size_fake(a, b):
+        _checks.check_inputs("harness_zoo.int_size_fake_mul", a, b)
+        a.new_empty(int(a.numel()))
+        return _output(a, b)
+
+    _fake("int_size_fake_mul", int_size_fake)
+
+    # Bug: an out= op's fake kernel written like a functional op's: it returns
+    # a new tensor, where the kernel returns nothing.
+    def returning_fake(a, b, out):
+        _checks.check_out("harness_zoo.returning_fake_add_out", a, b, out)
+        return torch.empty_like(out)
+
+    _fake("returning_fake_add_out", returning_fake)
 
     # Bug: a fresh contiguous tensor, whatever the inputs' layout; the kernel
     # returns torch.mul's layout (transposed for transposed inputs).
@@ -120,6 +208,19 @@ def _register() -> None:
     )
 
 
+def _register_synced_mul() -> None:
+    """synced_mul: a Python op that checks its input for NaN before computing,
+    which copies a value to the host: fine eagerly, impossible in a CUDA graph."""
+
+    @torch.library.custom_op("harness_zoo::synced_mul", mutates_args=())
+    def synced_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        if bool(torch.isnan(a).any()):  # the host sync
+            raise ValueError("harness_zoo.synced_mul: a holds NaN")
+        return torch.mul(a, b)
+
+    synced_mul.register_fake(lambda a, b: _output(a, b))
+
+
 def _specs() -> dict[str, OpSpec]:
     zoo = dict(dtypes=ZOO_DTYPES, layouts=ZOO_LAYOUTS, devices=("cpu",), exact=True)
     # register_autograd gives reverse mode only (torch.func needs setup_context
@@ -137,6 +238,12 @@ def _specs() -> dict[str, OpSpec]:
             "internal_assert_mul",
             "accumulated_mul",
             "zero_skip_mul",
+            "float32_fake_mul",
+            "int_size_fake_mul",
+            "no_fake_mul",
+            "no_vmap_mul",
+            "contiguous_mul",
+            "mutating_mul",
         )
     }
     specs["int_count_mul"] = OpSpec(
@@ -147,10 +254,23 @@ def _specs() -> dict[str, OpSpec]:
     specs["mul_huge"] = OpSpec(
         ops.mul.default, **{**functional, "dtypes": (torch.bfloat16,)}, huge=True, checks=("huge",)
     )
-    for name in ("add_out", "overlap_add_out", "unmarked_add_out"):
+    for name in ("add_out", "overlap_add_out", "unmarked_add_out", "contiguous_out_add_out"):
         specs[name] = OpSpec(getattr(ops, name).default, **out)
-    specs["default_stream_mul"] = OpSpec(
-        ops.default_stream_mul.default,
+    specs["returning_fake_add_out"] = OpSpec(ops.returning_fake_add_out.default, **out)
+    # a*b + c, promised rounded once: in float16 and bfloat16 the result must
+    # equal the exact value rounded to the dtype, which the reference is.
+    for name in ("muladd", "double_rounded_muladd"):
+        specs[name] = OpSpec(
+            getattr(ops, name).default,
+            reference=lambda a, b, c: torch.mul(a, b).copy_(a.double() * b.double() + c),
+            extra_args=(1.25,),
+            dtypes=(torch.float16, torch.bfloat16),
+            layouts=ZOO_LAYOUTS,
+            devices=("cpu",),
+            rounded_once=True,
+            checks=("results",),
+        )
+    cuda = dict(
         reference=torch.mul,
         dtypes=(torch.float32,),
         layouts=("contiguous",),
@@ -158,6 +278,8 @@ def _specs() -> dict[str, OpSpec]:
         exact=True,
         checks=("results", "cuda_graph", "side_stream"),
     )
+    specs["default_stream_mul"] = OpSpec(ops.default_stream_mul.default, **cuda)
+    specs["synced_mul"] = OpSpec(ops.synced_mul.default, **cuda)
     return specs
 
 
@@ -180,4 +302,5 @@ def load() -> dict[str, OpSpec]:
         verbose=False,
     )
     _register()
+    _register_synced_mul()
     return _specs()

@@ -1,1 +1,16 @@
-../../../extension_cpp/testing/__init__.py
+"""extension_cpp_stable.testing: the conformance harness, under this package's name.
+
+The harness is a distribution of its own, extension-cpp-testing (import name
+``extension_cpp_testing``), pure Python and installable next to any torch it
+supports. extension_cpp_stable requires it, and this module re-exports it,
+so that ``from extension_cpp_stable.testing import OpSpec`` and
+``-p extension_cpp_stable.testing.pytest_plugin`` work wherever
+extension_cpp_stable is installed. New code can import
+``extension_cpp_testing`` itself.
+"""
+
+from extension_cpp_testing import *  # noqa: F403
+from extension_cpp_testing import __all__, autodiff, conformance, layouts, spec  # noqa: F401
+
+# The checks' module, by the name it had when the harness lived here.
+checks = conformance

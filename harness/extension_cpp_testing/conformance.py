@@ -1,0 +1,906 @@
+"""The conformance checks: one table, CHECKS, of what each check runs and its fix.
+
+Each check takes an OpSpec and a Case and raises on a failure. ``run_check``
+wraps every check so that whatever goes wrong (a wrong value, a graph break,
+an exception from deep inside torch) reaches the user as a ConformanceFailure
+that names the check, the case, and what to fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from typing import TYPE_CHECKING, Callable
+
+import torch
+from torch._dynamo.testing import CompileCounterWithBackend
+from torch._subclasses.fake_tensor import DynamicOutputShapeException, FakeTensorMode
+from torch.autograd import gradcheck, gradgradcheck
+from torch.fx.experimental import _config as fx_config
+
+from .autodiff import MODES
+from .case import HUGE_NUMEL, Case, ConformanceFailure
+from .layouts import out_like, random_tensor, write_special_values
+
+if TYPE_CHECKING:
+    from .spec import OpSpec
+
+# Sizes of the first dimension that the dynamic-shape check runs through.
+DYNAMIC_ROWS = (3, 17, 64, 1000)
+
+
+class Failed(Exception):
+    """A check's own finding (as opposed to an error from inside the op).
+
+    ``fix`` replaces the check's usual fix where the finding calls for another.
+    """
+
+    def __init__(self, what: str, fix: str | None = None):
+        super().__init__(what)
+        self.fix = fix
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One check: the function that runs a case, and what to do when it fails."""
+
+    run: Callable[[OpSpec, Case], None]
+    fix: str
+
+
+def run_check(spec: OpSpec, case: Case) -> None:
+    check = CHECKS[case.check]
+    try:
+        check.run(spec, case)
+    except ConformanceFailure:
+        raise
+    except Failed as e:
+        fix = e.fix or _fix_for(spec, case, e)
+        raise ConformanceFailure(case.check, case.id, str(e), fix) from None
+    except Exception as e:  # noqa: BLE001  (reported as this check's failure)
+        what = f"{type(e).__name__}: {_first_lines(e)}"
+        raise ConformanceFailure(case.check, case.id, what, _fix_for(spec, case, e)) from e
+
+
+# What to do when the op has no fake kernel at all, whichever check meets it.
+NO_FAKE_KERNEL_FIX = (
+    "the op has no fake kernel, and torch.compile, torch.export and FakeTensor need one: "
+    "register it (torch.library.register_fake in Python, or a Meta kernel in C++) "
+    "returning an empty output of the right sizes, strides and dtype"
+)
+DYNAMIC_OUTPUT_FIX = (
+    "the fake kernel made a data-dependent size (torch.library.get_ctx().new_dynamic_size()): "
+    "declare OpSpec(dynamic_output=True) so the checks trace it with unbacked sizes"
+)
+INPUT_MODIFIED_FIX = (
+    "write only the outputs (scratch space of the kernel's own), or mark the argument "
+    "Tensor(a!) in the schema if changing it is the op's job"
+)
+NO_BATCHING_RULE_FIX = (
+    "register one (torch.library.register_vmap, or a FuncTorchBatched kernel in C++); "
+    "without it torch.vmap and torch.func run the op once per sample with only a warning"
+)
+# The checks that run the op on fake tensors.
+_NEEDS_FAKE = {"fake", "opcheck", "compile", "dynamic", "export", "bad_input"}
+
+
+def _fix_for(spec: OpSpec, case: Case, e: BaseException) -> str:
+    """The fix for an error from inside torch: the check's, unless the error
+    comes from a missing fake kernel or an undeclared data-dependent size."""
+    if case.check in _NEEDS_FAKE:
+        if isinstance(e, DynamicOutputShapeException) and not spec.dynamic_output:
+            return DYNAMIC_OUTPUT_FIX
+        overload = spec.resolved_overload()
+        if overload is not None and not has_fake_kernel(overload):
+            return NO_FAKE_KERNEL_FIX
+    return CHECKS[case.check].fix
+
+
+def has_fake_kernel(overload: torch._ops.OpOverload) -> bool:
+    """Whether the op has a fake kernel: a Meta kernel (C++, or Python through
+    torch.library.register_fake) or a composite one that decomposes it."""
+    name = overload.name()
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    if any(has(name, key) for key in ("Meta", "CompositeImplicitAutograd")):
+        return True
+    entry = torch._library.simple_registry.singleton.find(name.split(".")[0])
+    return entry.fake_impl.kernel is not None
+
+
+def _first_lines(e: BaseException, n: int = 6) -> str:
+    return "\n    ".join(str(e).strip().splitlines()[:n])
+
+
+def _message(e: BaseException) -> str:
+    """The error's first line: what the eager and compiled errors must share."""
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+
+
+def _clone(args) -> list:
+    return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+
+
+def _describe(t) -> str:
+    if not isinstance(t, torch.Tensor):
+        return repr(t)
+    return f"sizes {list(t.shape)}, strides {list(t.stride())}, {t.dtype}, {t.device}"
+
+
+def _fresh_args(spec: OpSpec, case: Case, **kw) -> list:
+    args = spec.sample(case.layout or spec.base_layout, case.dtype, case.device, **kw)
+    if case.variant and case.variant.startswith("out-"):
+        layout = case.variant[len("out-") :]
+        for i in spec.out_positions(args):
+            args[i] = out_like(args[i], layout)
+    return args
+
+
+def outputs(result) -> list:
+    """The op's outputs as a list: one tensor, or each of a tuple's (None included)."""
+    return list(result) if isinstance(result, (tuple, list)) else [result]
+
+
+# -- values and layout --------------------------------------------------------
+
+
+_BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _same_bits(x: torch.Tensor, y: torch.Tensor) -> bool:
+    """x and y hold the same bits (torch.equal says NaN != NaN)."""
+    if x.dtype == torch.bool:
+        return torch.equal(x, y)
+    bits = _BITS[x.element_size()]
+    return torch.equal(x.view(bits), y.view(bits))
+
+
+def assert_same_values(got, want, *, exact: bool, rtol: float = 0, atol: float = 0) -> None:
+    """got equals want within rtol and atol, NaN where want has NaN; where
+    exact, bit for bit up to NaN payloads: zero tolerance and the sign of
+    every zero, which assert_close does not compare (-0.0 == 0.0)."""
+    tolerance = dict(rtol=0, atol=0) if exact else dict(rtol=rtol, atol=atol)
+    torch.testing.assert_close(got, want, equal_nan=True, **tolerance)
+    if exact and isinstance(got, torch.Tensor) and got.is_floating_point():
+        zeros = (got == 0) & (want == 0)
+        flipped = torch.signbit(got[zeros]) != torch.signbit(want[zeros])
+        if flipped.any():
+            first = torch.signbit(want[zeros][flipped][0]).item()
+            raise AssertionError(
+                f"{int(flipped.sum())} zero(s) of the wrong sign, e.g. "
+                f"{'-0.0' if not first else '0.0'} where the reference has "
+                f"{'-0.0' if first else '0.0'}"
+            )
+
+
+def assert_values(spec: OpSpec, got, want) -> None:
+    """Each output equals the reference's as spec promises: bit for bit if exact
+    (and for integer outputs), else within its dtype's tolerance."""
+    got, want = outputs(got), outputs(want)
+    if len(got) != len(want):
+        raise AssertionError(f"{len(got)} outputs; the reference returns {len(want)}")
+    for i, (g, w) in enumerate(zip(got, want)):
+        prefix = f"output {i}: " if len(got) > 1 else ""
+        if g is None or w is None or not isinstance(w, torch.Tensor):
+            if g is not w and g != w:
+                raise AssertionError(f"{prefix}{_describe(g)}; the reference's is {_describe(w)}")
+            continue
+        try:
+            assert_same_values(g, w, exact=spec.exact, **spec.tolerance(w.dtype))
+        except AssertionError as e:
+            raise AssertionError(f"{prefix}{e}") from None
+
+
+def check_results(spec: OpSpec, case: Case) -> None:
+    args = _fresh_args(spec, case)
+    positions = spec.tensor_positions(args)
+    if case.variant == "specials":
+        write_special_values([args[i] for i in positions])
+    before = {i: args[i].clone() for i in positions}
+    want = spec.expected(_clone(args))  # from the inputs as given, should the op change them
+    got = spec.call(args)
+    try:
+        assert_values(spec, got, want)
+    except AssertionError as e:
+        raise Failed(f"result differs from the reference: {_first_lines(e)}") from None
+    for i in positions:
+        if not _same_bits(args[i], before[i]):
+            raise Failed(
+                f"the op modified its input {i}, which its schema does not mutate",
+                fix=INPUT_MODIFIED_FIX,
+            )
+
+
+def check_strides(spec: OpSpec, case: Case) -> None:
+    args = _fresh_args(spec, case)
+    if spec.out:
+        outs = [args[i] for i in spec.out_positions(args)]
+        before = [(o.shape, o.stride(), o.data_ptr()) for o in outs]
+        spec.call(args)
+        for o, (shape, stride, ptr) in zip(outs, before):
+            if (o.shape, o.stride(), o.data_ptr()) != (shape, stride, ptr):
+                raise Failed(
+                    f"out was resized or replaced: sizes {list(shape)}, strides "
+                    f"{list(stride)} became {_describe(o)}"
+                )
+        return
+    for i, (got, want) in enumerate(zip(outputs(spec.call(args)), outputs(spec.expected(args)))):
+        if not isinstance(got, torch.Tensor) or not isinstance(want, torch.Tensor):
+            continue
+        which = f"output {i}" if isinstance(want, tuple) else "output"
+        if got.shape != want.shape or got.stride() != want.stride():
+            raise Failed(f"{which} has {_describe(got)}; the reference's has {_describe(want)}")
+        if not spec.compare_storage:
+            continue
+        # A fresh output as dense as the reference's: no offset, no unused memory.
+        got_storage = (got.storage_offset(), got.untyped_storage().nbytes())
+        want_storage = (want.storage_offset(), want.untyped_storage().nbytes())
+        if got_storage != want_storage:
+            raise Failed(
+                f"{which} has storage offset {got_storage[0]} in {got_storage[1]} bytes; the "
+                f"reference's {want_storage[0]} in {want_storage[1]} bytes (declare "
+                "compare_storage=False if only the view matters)"
+            )
+
+
+def _fake_mode(spec: OpSpec) -> FakeTensorMode:
+    if not spec.dynamic_output:
+        return FakeTensorMode()
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    return FakeTensorMode(shape_env=ShapeEnv(allow_dynamic_output_shape_ops=True))
+
+
+def _fake_call(spec: OpSpec, args):
+    """(the fake result, the fake args): the op run on fake copies of args."""
+    mode = _fake_mode(spec)
+    fake_args = [
+        mode.from_tensor(a, static_shapes=True) if isinstance(a, torch.Tensor) else a for a in args
+    ]
+    with mode:
+        return spec.invoke(fake_args), fake_args
+
+
+def _meta(t: torch.Tensor) -> tuple:
+    return (tuple(t.shape), t.stride(), t.storage_offset(), t.dtype, t.device)
+
+
+def _same_size(fake_size, real_size: int, dynamic: bool) -> bool:
+    """A fake size equals the real one, or is unbacked where the op declares
+    data-dependent sizes (only the real run knows it)."""
+    if isinstance(fake_size, int):
+        return fake_size == real_size
+    known = fake_size.node.maybe_as_int()
+    return known == real_size if known is not None else dynamic
+
+
+def check_fake(spec: OpSpec, case: Case) -> None:
+    args = _fresh_args(spec, case)
+    fake_result, fake_args = _fake_call(spec, _clone(args))
+    real_result = spec.invoke(args)
+    if spec.out:
+        _check_fake_out(spec, args, real_result, fake_args, fake_result)
+        return
+    fakes, reals = outputs(fake_result), outputs(real_result)
+    if len(fakes) != len(reals):
+        raise Failed(f"fake kernel returns {len(fakes)} outputs; the real kernel {len(reals)}")
+    for i, (fake, real) in enumerate(zip(fakes, reals)):
+        which = f"output {i}: " if len(reals) > 1 else ""
+        if (fake is None) != (real is None):
+            raise Failed(f"{which}fake kernel gives {_describe(fake)}; the real {_describe(real)}")
+        if real is None:
+            continue
+        same = (
+            fake.dim() == real.dim()
+            and (fake.dtype, fake.device) == (real.dtype, real.device)
+            and all(_same_size(f, r, spec.dynamic_output) for f, r in zip(fake.shape, real.shape))
+            and all(
+                _same_size(f, r, spec.dynamic_output) for f, r in zip(fake.stride(), real.stride())
+            )
+            and _same_size(fake.storage_offset(), real.storage_offset(), spec.dynamic_output)
+        )
+        if not same:
+            raise Failed(f"{which}fake kernel gives {_describe(fake)}; the real {_describe(real)}")
+
+
+def _check_fake_out(spec: OpSpec, args, real_result, fake_args, fake_result) -> None:
+    """An out= op's fake kernel does to out what the real kernel does: leaves
+    its sizes and strides as they are, and returns None or out as it does."""
+    for i in spec.out_positions(args):
+        if _meta(fake_args[i]) != _meta(args[i]):
+            raise Failed(
+                f"the fake kernel left out as {_describe(fake_args[i])}; the real kernel "
+                f"as {_describe(args[i])}"
+            )
+    real_kind = "None" if real_result is None else "out"
+    if real_result is None:
+        fake_kind = "None" if fake_result is None else f"a tensor ({_describe(fake_result)})"
+    else:
+        fake_outs = {id(fake_args[i]) for i in spec.out_positions(args)}
+        fake_kind = "out" if all(id(r) in fake_outs for r in outputs(fake_result)) else "other"
+    if fake_kind != real_kind:
+        raise Failed(
+            f"the fake kernel returns {fake_kind}; the real kernel returns {real_kind}",
+            fix="an out= op's fake kernel checks its inputs and returns what the schema "
+            "says (None for `-> ()`, out itself for `-> Tensor(a!)`), never a new tensor",
+        )
+
+
+# -- registration and gradients -----------------------------------------------
+
+OPCHECK_UTILS = (
+    "test_schema",
+    "test_autograd_registration",
+    "test_faketensor",
+    "test_aot_dispatch_static",
+    "test_aot_dispatch_dynamic",
+)
+
+
+def _with_grad(spec: OpSpec, args) -> list:
+    grad = set(spec.grad_positions(args))
+    return [a.detach().requires_grad_() if i in grad else a for i, a in enumerate(args)]
+
+
+def check_opcheck(spec: OpSpec, case: Case) -> None:
+    args = _fresh_args(spec, case)
+    if case.variant == "requires_grad":
+        args = _with_grad(spec, args)
+    overload = spec.overload(args)
+    utils = OPCHECK_UTILS
+    if spec.dynamic_output:
+        # A data-dependent size can't be traced with static shapes: torch.library's
+        # own opcheck leaves test_aot_dispatch_static out by default.
+        utils = tuple(u for u in utils if u != "test_aot_dispatch_static")
+    with warnings.catch_warnings():
+        # opcheck's test_aot_dispatch_static reads .grad of non-leaf tensors it
+        # makes itself (torch/testing/_internal/optests/aot_autograd.py).
+        warnings.filterwarnings("ignore", "The .grad attribute of a Tensor that is not a leaf")
+        result = torch.library.opcheck(overload, tuple(args), test_utils=utils)
+    failed = {k: v for k, v in result.items() if v != "SUCCESS"}
+    if failed:
+        raise Failed(f"opcheck: {failed}")
+
+
+def _differentiable_call(spec: OpSpec, case: Case, small=True):
+    """(f, ref, xs): f(*xs) calls the op with the tensors xs in the places of its
+    differentiable arguments, the others as sampled."""
+    args = _fresh_args(spec, case, small=small)
+    positions = spec.grad_positions(args)
+
+    def with_xs(fn):
+        def call(*xs):
+            full = list(args)
+            for i, x in zip(positions, xs):
+                full[i] = x
+            return fn(*full)
+
+        return call
+
+    xs = [args[i].detach().requires_grad_() for i in positions]
+    return with_xs(lambda *a: spec.invoke(a)), with_xs(spec.reference), xs
+
+
+def _nondet_tol(spec: OpSpec) -> float:
+    """How far two runs of the backward may differ (float64): none, or for an
+    op that declares nondeterministic=True, atomic adds' reordering."""
+    return 1e-10 if spec.nondeterministic else 0.0
+
+
+def check_gradcheck(spec: OpSpec, case: Case) -> None:
+    f, _, xs = _differentiable_call(spec, case)
+    gradcheck(f, tuple(xs), fast_mode=False, nondet_tol=_nondet_tol(spec))
+
+
+def check_gradgradcheck(spec: OpSpec, case: Case) -> None:
+    f, _, xs = _differentiable_call(spec, case)
+    gradgradcheck(f, tuple(xs), nondet_tol=_nondet_tol(spec))
+
+
+def _floating_outputs(fn):
+    """fn, returning its floating-point outputs only (one tensor: the autodiff
+    modes differentiate one), flattened and joined where there are several."""
+
+    def call(*xs):
+        found = [o for o in outputs(fn(*xs)) if isinstance(o, torch.Tensor)]
+        found = [o for o in found if o.is_floating_point()]
+        return found[0] if len(found) == 1 else torch.cat([o.flatten() for o in found])
+
+    return call
+
+
+def check_autodiff(spec: OpSpec, case: Case) -> None:
+    f, ref, xs = _differentiable_call(spec, case)
+    f, ref = _floating_outputs(f), _floating_outputs(ref)
+    xs = [x.detach() for x in xs]
+    gen = torch.Generator().manual_seed(0)
+    ts = [torch.randn(x.shape, generator=gen, dtype=x.dtype).to(x.device) for x in xs]
+    run = MODES[case.variant]
+    got = run(f, xs, ts)
+    want = run(ref, xs, ts)
+    if got is None:
+        raise Failed(f"{case.variant} gave None (a missing tangent), not the derivative")
+    try:
+        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+    except AssertionError as e:
+        raise Failed(f"{case.variant} differs from the reference's: {_first_lines(e)}") from None
+
+
+def check_vmap(spec: OpSpec, case: Case) -> None:
+    """torch.vmap over three samples: the op's batching rule gives what three
+    calls give. PyTorch's fallback (a loop with a performance warning) is
+    switched off, so an op without a batching rule fails here."""
+    samples = [_fresh_args(spec, case, small=True) for _ in range(3)]
+    positions = spec.tensor_positions(samples[0])
+    batched = list(samples[0])
+    for i in positions:
+        batched[i] = torch.stack([s[i] for s in samples])
+    in_dims = tuple(0 if i in positions else None for i in range(len(batched)))
+    was_enabled = torch._C._functorch._is_vmap_fallback_enabled()
+    torch._C._functorch._set_vmap_fallback_enabled(False)
+    try:
+        got = torch.vmap(lambda *a: spec.invoke(a), in_dims=in_dims)(*batched)
+    except RuntimeError as e:
+        if "vmap fallback" not in str(e):
+            raise
+        raise Failed(f"no batching rule: {_message(e)}", fix=NO_BATCHING_RULE_FIX) from None
+    finally:
+        torch._C._functorch._set_vmap_fallback_enabled(was_enabled)
+    singles = [outputs(spec.call(s)) for s in samples]
+    want = [
+        torch.stack([s[k] for s in singles]) if isinstance(singles[0][k], torch.Tensor) else None
+        for k in range(len(singles[0]))
+    ]
+    try:
+        assert_values(spec, outputs(got), want)
+    except AssertionError as e:
+        raise Failed(f"vmap's result differs from one call per sample: {_first_lines(e)}") from None
+
+
+# -- compilers ----------------------------------------------------------------
+
+
+def _returning(spec: OpSpec):
+    """The op as a function that returns its result (out for an out= op)."""
+
+    def f(*args):
+        result = spec.invoke(args)
+        if not spec.out:
+            return result
+        outs = [args[i] for i in spec.out_positions(args)]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    return f
+
+
+def _dynamo_config(spec: OpSpec):
+    """Dynamo's settings for the op: a data-dependent output size is captured
+    in the graph (as an unbacked size) instead of breaking it."""
+    return torch._dynamo.config.patch(
+        capture_dynamic_output_shape_ops=spec.dynamic_output,
+        capture_scalar_outputs=spec.dynamic_output,
+    )
+
+
+def check_compile(spec: OpSpec, case: Case) -> None:
+    args = _fresh_args(spec, case)
+    eager = spec.call(_clone(args))
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend("inductor")
+    compiled = torch.compile(_returning(spec), backend=counter, fullgraph=True)
+    with _dynamo_config(spec):
+        got = compiled(*args)
+    if counter.frame_count != 1:
+        raise Failed(f"compiled into {counter.frame_count} graphs, expected 1")
+    try:
+        assert_values(spec, got, eager)
+    except AssertionError as e:
+        raise Failed(f"compiled result differs from eager: {_first_lines(e)}") from None
+    for g, e in zip(outputs(got), outputs(eager)):
+        if isinstance(e, torch.Tensor) and g.stride() != e.stride():
+            raise Failed(f"compiled output has {_describe(g)}; eager's has {_describe(e)}")
+
+
+def check_dynamic(spec: OpSpec, case: Case) -> None:
+    torch._dynamo.reset()
+    compiled = torch.compile(_returning(spec), dynamic=True, fullgraph=True)
+    # Duck sizing would give two dimensions one symbol wherever the first
+    # sizes happen to agree (3 rois, 3 channels), and recompile when they part.
+    no_duck = fx_config.patch(use_duck_shape=False)
+    with _dynamo_config(spec), no_duck, torch._dynamo.config.patch(error_on_recompile=True):
+        for rows in DYNAMIC_ROWS:
+            args = _fresh_args(spec, case, rows=rows)
+            eager = spec.call(_clone(args))
+            assert_values(spec, compiled(*args), eager)
+
+
+def check_export(spec: OpSpec, case: Case) -> None:
+    f = _returning(spec)
+
+    class Wrapper(torch.nn.Module):
+        def forward(self, *args):
+            return f(*args)
+
+    args = _fresh_args(spec, case, rows=4)
+    names = spec.dynamic_dims_of(args)
+    dims = {name: torch.export.Dim(name) for dim_names in names for name in dim_names.values()}
+    dynamic = tuple(
+        {d: dims[name] for d, name in dim_names.items()} or None
+        if isinstance(a, torch.Tensor)
+        else None
+        for a, dim_names in zip(args, names)
+    )
+    with _dynamo_config(spec):
+        exported = torch.export.export(Wrapper(), tuple(args), dynamic_shapes=(dynamic,))
+    overload = spec.overload(args)
+    targets = {n.target for n in exported.graph.nodes if n.op == "call_function"}
+    if overload not in targets:
+        raise Failed(f"{overload} is not a node of the exported graph: {sorted(map(str, targets))}")
+    new = _fresh_args(spec, case, rows=9)
+    got = exported.module()(*_clone(new))
+    assert_values(spec, got, spec.call(new))
+
+
+# -- CUDA ---------------------------------------------------------------------
+
+
+def _host_sync(spec: OpSpec, args) -> BaseException | None:
+    """The error torch raises where the op synchronizes with the host (a copy
+    to the CPU, .item(), nonzero), found without capturing anything."""
+    previous = torch.cuda.get_sync_debug_mode()
+    try:
+        _set_sync_debug_mode("error")
+        spec.call(args)
+    except RuntimeError as e:
+        if "synchronizing" not in str(e):
+            raise
+        return e
+    finally:
+        _set_sync_debug_mode(previous)
+    return None
+
+
+def _set_sync_debug_mode(mode) -> None:
+    # torch warns, once per process, that the mode is a prototype: a fact
+    # about torch, not the op, and under warnings-as-errors it would leave the
+    # mode set for every later case.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Synchronization debug mode is a prototype")
+        torch.cuda.set_sync_debug_mode(mode)
+
+
+def _capture(spec: OpSpec, args):
+    """(graph, result, error): the op captured into a CUDA graph, or the error
+    the capture raised. A failed capture is cleaned up so that it leaves no
+    state behind: the current stream is restored (torch.cuda.graph leaves its
+    capture stream current when ending the capture fails), the graph dropped,
+    and a capture of nothing takes the CUDA RNG through a whole capture, so
+    it no longer counts as capturing."""
+    stream = torch.cuda.current_stream()
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            result = spec.call(args)
+        return graph, result, None
+    except Exception as e:  # noqa: BLE001  (the error is what is checked)
+        error = e
+    torch.cuda.set_stream(stream)
+    for cleanup in (torch.cuda.synchronize, graph.reset, _empty_capture):
+        try:
+            cleanup()
+        except Exception:  # noqa: BLE001  (best effort: whatever is left is checked below)
+            pass
+    torch.cuda.synchronize()
+    return None, None, error
+
+
+def _empty_capture() -> None:
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        pass
+    graph.reset()
+
+
+def _warm_up(spec: OpSpec, args) -> None:
+    """One call off the default stream, as capture requires."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        spec.call(args)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+
+
+def check_cuda_graph(spec: OpSpec, case: Case) -> None:
+    args = _fresh_args(spec, case)
+    _warm_up(spec, args)
+    synced = _host_sync(spec, args)
+    if not spec.capturable:
+        # The op says it can't be captured: capturing must fail with an error
+        # that says why (a sync found beforehand, or the capture's own error),
+        # never produce a graph that replays something else.
+        if synced is not None:
+            return
+        _, _, error = _capture(spec, _fresh_args(spec, case))
+        if error is None:
+            raise Failed(
+                "the op was captured although the OpSpec declares capturable=False",
+                fix="drop capturable=False: the op can be captured in a CUDA graph",
+            )
+        if not isinstance(error, RuntimeError) or not str(error).strip():
+            raise Failed(f"capture failed with an unclear error: {error!r}")
+        return
+    if synced is not None:
+        raise Failed(
+            f"the op synchronizes with the host, which a CUDA graph can't capture: "
+            f"{_message(synced)}",
+            fix="keep the op on the device (no .item(), .cpu() or size that depends on the "
+            "data), or declare OpSpec(capturable=False) if it must sync",
+        )
+    graph, result, error = _capture(spec, args)
+    if error is not None:
+        raise Failed(f"capture failed: {_first_lines(error)}")
+    fresh = _fresh_args(spec, case)  # new inputs from samples(), in the captured memory
+    for i in spec.tensor_positions(args):
+        args[i].copy_(fresh[i])
+    # What the op gives on these inputs outside a graph: the replay must give
+    # the same (whether that is right is the results check's business).
+    eager = spec.call(_copies(args))
+    graph.replay()
+    torch.cuda.synchronize()
+    try:
+        assert_values(spec, result, eager)
+    except AssertionError as e:
+        raise Failed(f"the replayed graph's result is wrong: {_first_lines(e)}") from None
+
+
+def _copies(args) -> list:
+    """args with each tensor cloned, so a call on them touches nothing of args'."""
+    return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+
+
+def check_side_stream(spec: OpSpec, case: Case) -> None:
+    """On a side stream the kernel must wait for the work queued there before it.
+
+    The side stream sleeps, then fills the first input; a kernel launched on
+    any other stream runs during the sleep and reads the input unfilled.
+    """
+    layout = "large-1d" if spec.samples is None else spec.base_layout
+    args = spec.sample(layout, case.dtype, "cuda")
+    first = spec.tensor_positions(args)[0]
+    # What the op gives on these inputs on the current stream: the side
+    # stream's call must give the same.
+    want = spec.call(_copies(args))
+    filled = args[first].clone()
+    args[first] = torch.zeros_like(filled)
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(50_000_000)  # tens of ms of GPU time
+        args[first].copy_(filled)
+        got = spec.call(args)
+    side.synchronize()
+    try:
+        assert_values(spec, got, want)
+    except AssertionError as e:
+        raise Failed(f"the op did not wait for the side stream's work: {_first_lines(e)}") from None
+
+
+# -- bad input ----------------------------------------------------------------
+
+
+def _wrong_dtype(spec: OpSpec, t: torch.Tensor) -> torch.dtype:
+    """A dtype the op does not take for t: an integer one for a floating-point
+    input, a floating-point one for an integer input."""
+    candidates = (torch.int64, torch.int32) if t.is_floating_point() else (torch.float32,)
+    candidates += (torch.float64, torch.bool)
+    return next(d for d in candidates if d not in spec.dtypes and d != t.dtype)
+
+
+def bad_args(spec: OpSpec, kind: str, device: str) -> list:
+    """The op's arguments made wrong in one way: kind is dtype, shape, device,
+    out-overlap or out-internal-overlap."""
+    dtype = spec.first_dtype
+    args = spec.sample(spec.base_layout, dtype, device)
+    positions = spec.tensor_positions(args)
+    tensors = positions + spec.out_positions(args)
+    if kind == "dtype":
+        a = args[positions[0]]
+        args[positions[0]] = a.to(_wrong_dtype(spec, a))
+    elif kind == "shape":
+        t = args[tensors[-1]]
+        args[tensors[-1]] = random_tensor((*t.shape[:-1], t.shape[-1] + 1), t.dtype, device)
+    elif kind == "device":
+        args[tensors[-1]] = args[tensors[-1]].cpu()
+    elif kind == "out-overlap":
+        a = args[positions[0]]
+        base = random_tensor((a.numel() + 1,), a.dtype, device)
+        args[positions[0]] = base[:-1].view(a.shape)
+        args[spec.out_positions(args)[0]] = base[1:].view(a.shape)
+    elif kind == "out-internal-overlap":
+        i = spec.out_positions(args)[0]
+        out = args[i]
+        args[i] = torch.empty(1, *out.shape[1:], dtype=out.dtype, device=device).expand(out.shape)
+    else:
+        raise ValueError(f"unknown kind of bad input {kind!r}")
+    return args
+
+
+def _error(fn, args) -> BaseException | None:
+    try:
+        fn(*args)
+    except Exception as e:  # noqa: BLE001  (the error is what is checked)
+        return e
+    return None
+
+
+def _compiled_error(spec: OpSpec, args):
+    torch._dynamo.reset()
+    compiled = torch.compile(_returning(spec), backend="aot_eager", fullgraph=True)
+    with _dynamo_config(spec):
+        return _error(compiled, args)
+
+
+def check_bad_input(spec: OpSpec, case: Case) -> None:
+    # Fresh arguments for each call: a copy would lose the aliasing of the
+    # out-overlap cases.
+    device = "cuda" if case.variant == "device" else case.device
+    eager = _error(lambda *a: spec.invoke(a), bad_args(spec, case.variant, device))
+    if eager is None:
+        raise Failed(f"{case.variant}: the op accepted the bad input without an error")
+    if not isinstance(eager, (RuntimeError, ValueError, TypeError)):
+        raise Failed(f"{case.variant}: raised {type(eager).__name__}, not a RuntimeError")
+    message = _message(eager)
+    fake = _error(lambda *a: _fake_call(spec, a), bad_args(spec, case.variant, device))
+    if fake is None:
+        raise Failed(
+            f"{case.variant}: the fake kernel accepted input that the real kernel rejects "
+            f"with {message!r}"
+        )
+    if spec.same_error_words and message not in str(fake):
+        raise Failed(
+            f"{case.variant}: the fake kernel's error {_message(fake)!r} is not the real "
+            f"kernel's {message!r}"
+        )
+    compiled = _compiled_error(spec, bad_args(spec, case.variant, device))
+    words = message if spec.same_error_words else ""
+    if compiled is None or words not in str(compiled):
+        got = "no error" if compiled is None else repr(_message(compiled))
+        raise Failed(f"{case.variant}: compiled code raised {got}; eager raised {message!r}")
+
+
+def check_internal_assert(spec: OpSpec, case: Case) -> None:
+    device = "cuda" if case.variant == "device" else case.device
+    for where, error in (
+        ("eager", _error(lambda *a: spec.invoke(a), bad_args(spec, case.variant, device))),
+        ("compiled", _compiled_error(spec, bad_args(spec, case.variant, device))),
+    ):
+        if error is None:
+            raise Failed(
+                f"{case.variant} ({where}): no error at all, so no error to judge",
+                fix=CHECKS["bad_input"].fix,
+            )
+        if "INTERNAL ASSERT" in str(error):
+            raise Failed(
+                f"{case.variant} ({where}): a user's bad input is reported as an internal "
+                f"error: {_message(error)!r}"
+            )
+
+
+# -- past 2^31 elements -------------------------------------------------------
+
+
+def check_huge(spec: OpSpec, case: Case) -> None:
+    """Inputs of HUGE_NUMEL elements, expanded from one element each (no memory
+    but the output's): every element, the last ones included, must be written."""
+    dtype, device = case.dtype, case.device
+    scalars = [torch.randn(1, dtype=dtype, device=device) for _ in range(spec.arity)]
+    args = [s.expand(HUGE_NUMEL) for s in scalars] + list(spec.extra_args)
+    if spec.out:
+        args.append(torch.full((HUGE_NUMEL,), float("nan"), dtype=dtype, device=device))
+    want = spec.reference(*scalars, *spec.extra_args)[0]
+    got = spec.call(args)
+    for index in (0, 2**31 - 1, 2**31, HUGE_NUMEL - 1):
+        try:
+            assert_values(spec, got[index], want)
+        except AssertionError:
+            raise Failed(
+                f"element {index} is {got[index].item()}, expected {want.item()}"
+            ) from None
+
+
+# Every check, in the order the cases are generated, with its fix.
+CHECKS: dict[str, Check] = {
+    "results": Check(
+        check_results,
+        "the kernel disagrees with the reference on this dtype and layout: check its "
+        "index math for these strides (offset, broadcast, empty, 0-dim) and that half types "
+        "are computed in float; in a -specials case (inputs with -0.0, infinities and NaN), "
+        "keep IEEE arithmetic: no shortcut for zeros, no accumulator that starts at +0.0; "
+        "in an -out-<layout> case, write out through its strides",
+    ),
+    "strides": Check(
+        check_strides,
+        "allocate the output as the reference does (for elementwise ops, "
+        "torch.empty_like(torch.mul(a, b)): PyTorch's TensorIterator layout rule); an out= op "
+        "must write out in place, never resize or replace it",
+    ),
+    "fake": Check(
+        check_fake,
+        "make the fake kernel (torch.library.register_fake) return what the real kernel "
+        "returns: same sizes, strides, dtype and device, for every input layout and dtype",
+    ),
+    "opcheck": Check(
+        check_opcheck,
+        "torch.library.opcheck names the failing test: test_schema -> mark every "
+        "argument the op writes as Tensor(a!) in the schema; test_autograd_registration -> "
+        "register a backward (torch.library.register_autograd) or a C++ autograd kernel; "
+        "test_faketensor -> fix the fake kernel; test_aot_dispatch_* -> the op must not "
+        "alias or mutate what its schema does not say",
+    ),
+    "gradcheck": Check(
+        check_gradcheck,
+        "the backward disagrees with finite differences: fix the derivative "
+        "formula (sign, which input it multiplies) or register one if there is none",
+    ),
+    "gradgradcheck": Check(
+        check_gradgradcheck,
+        "the backward must itself be differentiable: build it from "
+        "differentiable ops (the op itself, or torch ops), not from raw kernels",
+    ),
+    "autodiff": Check(
+        check_autodiff,
+        "the op claims this autodiff mode but gives another answer than the "
+        "reference's: give it the formula it needs (setup_context/backward for reverse "
+        "modes, jvp for forward modes) or stop claiming the mode",
+    ),
+    "vmap": Check(
+        check_vmap,
+        "the op's batching rule (torch.library.register_vmap) must give what one call per "
+        "sample gives: move each input's batch dimension where the kernel expects it, and "
+        "say where the output's is",
+    ),
+    "compile": Check(
+        check_compile,
+        "torch.compile(fullgraph=True) must trace the op in one graph and return "
+        "eager's values and strides: register a fake kernel and keep the Python wrapper "
+        "traceable",
+    ),
+    "dynamic": Check(
+        check_dynamic,
+        "with dynamic shapes the op must not specialise on sizes: the fake kernel "
+        "should build its output from the inputs' symbolic sizes (no int(), no .item())",
+    ),
+    "export": Check(
+        check_export,
+        "torch.export must keep the op as one node that runs again on new shapes: "
+        "register a fake kernel that works with symbolic sizes",
+    ),
+    "cuda_graph": Check(
+        check_cuda_graph,
+        "launch on the current stream (at::cuda::getCurrentCUDAStream()), never "
+        "the legacy default stream, and allocate nothing outside PyTorch's allocator",
+    ),
+    "side_stream": Check(
+        check_side_stream,
+        "launch every kernel on at::cuda::getCurrentCUDAStream(), never with "
+        "<<<grid, block>>> alone (the legacy default stream), and guard the device",
+    ),
+    "bad_input": Check(
+        check_bad_input,
+        "check what the user controls with TORCH_CHECK (C++) and the same words "
+        "with torch._check in the fake kernel, naming the argument and what was received",
+    ),
+    "internal_assert": Check(
+        check_internal_assert,
+        "TORCH_INTERNAL_ASSERT is for bugs in the op; a user's bad input "
+        "must raise TORCH_CHECK's error instead",
+    ),
+    "huge": Check(
+        check_huge,
+        "index with int64_t (sizes, strides, loop counters): an int element count "
+        "overflows past 2^31 elements",
+    ),
+}
+
+# check -> its fix, as shown under a failure.
+FIXES: dict[str, str] = {name: check.fix for name, check in CHECKS.items()}

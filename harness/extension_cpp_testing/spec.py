@@ -1,0 +1,403 @@
+"""OpSpec: what the harness needs to know about an op, and the cases it makes.
+
+An OpSpec names the op, a reference written with torch ops, and (optionally)
+how to build its inputs and what the op does not promise. ``OpSpec.cases()``
+lists one Case per check and device x dtype x layout (or autodiff mode, or
+kind of bad input); ``OpSpec.run(case)`` runs one, raising
+ConformanceFailure on a failure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any, Callable
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from .case import Case, ConformanceFailure
+from .conformance import CHECKS, run_check
+from .layouts import DTYPES, LAYOUTS, OUT_LAYOUTS, ROUNDED_ONCE, SMALL_LAYOUTS, TOLERANCES, layouts
+
+# The layouts gradgradcheck runs on (a few: it is slow).
+GRADGRAD_LAYOUTS = ("contiguous", "transposed", "0-dim")
+
+
+def _resolve_overload(op) -> torch._ops.OpOverload | None:
+    if isinstance(op, torch._ops.OpOverload):
+        return op
+    if isinstance(op, torch._ops.OpOverloadPacket):
+        names = op.overloads()
+        if names != ["default"]:
+            raise ValueError(
+                f"OpSpec: {op} has the overloads {names}; pass one of them, e.g. {op}.{names[0]}"
+            )
+        return op.default
+    return None
+
+
+class _RecordCustomOps(TorchDispatchMode):
+    """Records the ops outside aten and prims that a Python function calls."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops: list = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.namespace not in ("aten", "prim", "prims") and func not in self.ops:
+            self.ops.append(func)
+        return func(*args, **(kwargs or {}))
+
+
+@dataclasses.dataclass
+class OpSpec:
+    """An op and what it promises, for :func:`extension_cpp_testing.conformance_tests`.
+
+    Every declaration below defaults to the strictest reading, which suits an
+    elementwise op; relax one only where the op's contract says so, and write
+    the reason next to it.
+
+    Args:
+        op: an ``OpOverload`` (``torch.ops.ns.name.default``), its packet
+            (``torch.ops.ns.name``), or a Python function that calls one with the
+            same arguments (like ``extension_cpp.mymul``).
+        reference: the same math in torch ops, called with the op's arguments
+            (without the out arguments of an out= op) and returning what the op
+            returns (or writes into out): one tensor, or a tuple of them (None
+            for an optional output that is absent). The output's sizes and
+            strides must equal the reference's; for the autodiff checks it must
+            be differentiable.
+        name: the name in test ids; by default the op's.
+        arity: how many tensor inputs the default samples make (any number).
+        extra_args: arguments after the tensors, e.g. ``(1.25,)`` for a scale.
+        out: an out= op: its last argument (or its last ``out`` arguments, for an
+            int) is written in place, and it returns None or those arguments
+            (``Tensor(a!) out -> Tensor(a!)``). Out arguments that the schema makes
+            keyword-only are passed by name. Its results are also checked with
+            each out in the layouts of ``OUT_LAYOUTS`` (non-contiguous,
+            transposed, channels_last) where its shape allows.
+        samples: replaces the default inputs: ``samples(layout, dtype, device, rows)``
+            returns the op's arguments; ``rows`` sizes the first dimension (the
+            dynamic-shape and export checks vary it), ``layout`` is one of
+            ``layouts``. Each call draws new values in the same shapes: the CUDA
+            graph check replays the op on a second draw, and the vmap check
+            stacks three. Inputs that must hold valid indices (boxes, batch
+            indices, offsets) stay valid that way, as the harness never
+            refills an input with random values itself.
+        layouts, dtypes, devices: what to run on. CUDA cases are always generated
+            and skip only without a GPU. Integer dtypes are fine (quantized ops):
+            the default samples, fresh inputs and bad inputs never use randn on them.
+        exact: the result must equal the reference bit for bit (NaN payloads
+            aside): zero tolerance, the sign of every zero, and NaN where the
+            reference has NaN. The results check then also runs on inputs
+            holding -0.0, 0.0, infinities and NaN (its ``specials`` cases).
+            Integer outputs are always compared exactly.
+        rounded_once: the op promises to round its result once from the exact
+            value, not each intermediate: in float16 and bfloat16 it must then
+            equal the reference rounded to the dtype (``ROUNDED_ONCE``), where
+            ``TOLERANCES`` allow the one ulp of a result rounded twice.
+        tolerances: dtype -> ``dict(rtol=, atol=)`` where not exact.
+        differentiable: run gradcheck, gradgradcheck and autodiff (default: unless
+            ``out`` or no dtype is floating-point).
+        grad_args: the positions of the arguments those checks differentiate
+            (and opcheck's requires_grad cases mark); default every floating-point
+            tensor input. Leave out boxes, coordinates and other inputs that the
+            op does not differentiate.
+        autodiff: the autodiff modes the op claims (keys of ``autodiff.MODES``).
+        dynamic_output: an output's size depends on the input's values (``nms``,
+            ``nonzero``): its fake kernel makes that size with
+            ``torch.library.get_ctx().new_dynamic_size()``. The fake check then
+            runs with a shape environment and accepts an unbacked size where the
+            real one can't be known, opcheck leaves out ``test_aot_dispatch_static``
+            (static shapes can't hold an unbacked size), torch.compile captures the
+            size in the graph (``capture_dynamic_output_shape_ops``), and the vmap
+            check does not apply.
+        dynamic_dims: which dimensions the ``export`` check marks dynamic, as
+            ``{argument position: {dimension: name}}``; dimensions with the same name
+            vary together, and ``samples`` must size them alike for any ``rows``.
+            Default: dimension 0 of every tensor with one, all named "rows" (inputs
+            of one shape, as elementwise ops take). The ``dynamic`` check lets
+            torch.compile find which dimensions vary.
+        compare_storage: the strides check also compares each output's storage
+            offset and size with the reference's: no unused memory around the
+            output. Default: with the default (elementwise) samples; an op that
+            returns a view of a larger buffer (a slice of the boxes it kept)
+            compares the view only.
+        nondeterministic: the op's gradient may differ from run to run in its
+            last bits (a backward that sums with atomic adds, as many CUDA
+            kernels do): gradcheck and gradgradcheck then allow it
+            (``nondet_tol``) instead of failing as "not reentrant".
+        capturable: the op can be captured in a CUDA graph. With False (an op that
+            synchronizes with the host), the ``cuda_graph`` check instead asserts
+            that capturing it fails with an error, and cleans up after it.
+        same_error_words: the fake kernel and compiled code raise the real
+            kernel's exact first line for bad input (default). With False they
+            must still raise an error, in their own words.
+        bad_inputs: the kinds of bad input to check (default: dtype, shape, device,
+            and for out= ops out-overlap and out-internal-overlap).
+        huge: run the op once on inputs past 2^31 elements, expanded from one element
+            each (when EXTENSION_CPP_HUGE=1; elementwise ops with the default samples).
+        checks: run only these checks (default: all).
+        skip: ``{check: reason}``: checks that do not apply to this op, each with the
+            reason, shown on its skipped cases (a test report lists them). Prefer
+            this to leaving a check out of ``checks``, which hides it.
+    """
+
+    op: Callable
+    reference: Callable
+    name: str | None = None
+    arity: int = 2
+    extra_args: tuple = ()
+    out: bool | int = False
+    samples: Callable[..., Sequence] | None = None
+    layouts: Sequence[str] = tuple(LAYOUTS)
+    dtypes: Sequence[torch.dtype] = DTYPES
+    devices: Sequence[str] = ("cpu", "cuda")
+    exact: bool = False
+    rounded_once: bool = False
+    tolerances: dict | None = None
+    differentiable: bool | None = None
+    grad_args: Sequence[int] | None = None
+    autodiff: Sequence[str] = ("reverse",)
+    dynamic_output: bool = False
+    dynamic_dims: dict[int, dict[int, str]] | None = None
+    compare_storage: bool | None = None
+    capturable: bool = True
+    nondeterministic: bool = False
+    same_error_words: bool = True
+    bad_inputs: Sequence[str] | None = None
+    huge: bool = False
+    checks: Sequence[str] = tuple(CHECKS)
+    skip: dict[str, str] = dataclasses.field(default_factory=dict)
+    # The names of keyword-only out arguments, read from the schema once:
+    # invoke() runs inside torch.compile, which can't read a schema.
+    _out_names: tuple | None = dataclasses.field(default=None, init=False, repr=False)
+
+    def __post_init__(self):
+        unknown = sorted((set(self.checks) | set(self.skip)) - set(CHECKS))
+        if unknown:
+            raise ValueError(f"OpSpec: unknown checks {unknown}; the checks are {list(CHECKS)}")
+        if self.samples is None:
+            missing = sorted(set(self.layouts) - set(LAYOUTS))
+            if missing:
+                raise ValueError(
+                    f"OpSpec: unknown layouts {missing}; the default samples know {list(LAYOUTS)}"
+                )
+        if self.tolerances is None:
+            self.tolerances = dict(ROUNDED_ONCE if self.rounded_once else TOLERANCES)
+        if self.differentiable is None:
+            self.differentiable = not self.out and any(d.is_floating_point for d in self.dtypes)
+        if self.compare_storage is None:
+            self.compare_storage = self.samples is None
+        if self.bad_inputs is None:
+            kinds = ["dtype", "shape", "device"] if self.n_tensors >= 2 else ["dtype"]
+            if self.out:
+                kinds += ["out-overlap", "out-internal-overlap"]
+            self.bad_inputs = kinds
+        overload = _resolve_overload(self.op)
+        if self.name is None:
+            self.name = (
+                overload._opname if overload is not None else getattr(self.op, "__name__", "op")
+            )
+        if self.out and overload is not None:
+            outs = overload._schema.arguments[-self.n_out :]
+            if all(a.kwarg_only for a in outs):
+                self._out_names = tuple(a.name for a in outs)
+
+    # -- inputs -------------------------------------------------------------
+
+    @property
+    def n_out(self) -> int:
+        """How many out arguments the op writes (0 for a functional op)."""
+        return int(self.out)
+
+    @property
+    def n_tensors(self) -> int:
+        """Tensor arguments of the default samples, out included."""
+        return self.arity + self.n_out
+
+    @property
+    def base_layout(self) -> str:
+        """The layout of single-layout checks (bad input, side stream)."""
+        return "contiguous" if "contiguous" in self.layouts else self.layouts[0]
+
+    @property
+    def first_dtype(self) -> torch.dtype:
+        """The dtype of the layout sweeps: float32 if the op takes it."""
+        return torch.float32 if torch.float32 in self.dtypes else self.dtypes[-1]
+
+    def sample(self, layout: str, dtype, device, rows: int | None = None, small=False) -> list:
+        """The op's arguments on one layout (``rows``: the first dimension's size)."""
+        if self.samples is not None:
+            return list(self.samples(layout, dtype, device, rows or (3 if small else 37)))
+        if rows is not None:
+            table = layouts(rows, 5, rows)
+        else:
+            table = SMALL_LAYOUTS if small else LAYOUTS
+        tensors = table[layout].make(self.arity, dtype, device)
+        args = [*tensors, *self.extra_args]
+        if self.out:
+            with torch.no_grad():
+                shapes = [t.shape for t in _as_tuple(self.reference(*args))]
+            args += [torch.empty(shape, dtype=dtype, device=device) for shape in shapes]
+        return args
+
+    def out_positions(self, args) -> list[int]:
+        """Where the out arguments are (the last ``n_out``)."""
+        return list(range(len(args) - self.n_out, len(args)))
+
+    def tensor_positions(self, args) -> list[int]:
+        """Where the op's tensor inputs are (outs excluded)."""
+        last = len(args) - self.n_out
+        return [i for i, a in enumerate(args[:last]) if isinstance(a, torch.Tensor)]
+
+    def grad_positions(self, args) -> list[int]:
+        """The inputs the gradient checks differentiate (``grad_args``)."""
+        if self.grad_args is not None:
+            return list(self.grad_args)
+        return [i for i in self.tensor_positions(args) if args[i].is_floating_point()]
+
+    def dynamic_dims_of(self, args) -> list[dict[int, str]]:
+        """{dimension: name} per argument, for the export check."""
+        if self.dynamic_dims is not None:
+            return [dict(self.dynamic_dims.get(i, {})) for i in range(len(args))]
+        return [{0: "rows"} if isinstance(a, torch.Tensor) and a.dim() > 0 else {} for a in args]
+
+    # -- calling ------------------------------------------------------------
+
+    def invoke(self, args) -> Any:
+        """Calls the op on args, passing keyword-only out arguments by name."""
+        if self._out_names:
+            split = len(args) - self.n_out
+            return self.op(*args[:split], **dict(zip(self._out_names, args[split:])))
+        return self.op(*args)
+
+    def call(self, args) -> Any:
+        """Runs the op: its result, or for an out= op the out (or outs) it wrote."""
+        result = self.invoke(args)
+        if not self.out:
+            return result
+        outs = [args[i] for i in self.out_positions(args)]
+        if result is not None and not all(r is o for r, o in zip(_as_tuple(result), outs)):
+            raise ConformanceFailure(
+                "results",
+                self.name,
+                f"the out= op returned {type(result).__name__}, not None or out itself",
+                "return None (schema `-> ()`) or out itself (`-> Tensor(a!)`)",
+            )
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def expected(self, args) -> Any:
+        return self.reference(*(args[: len(args) - self.n_out]))
+
+    def resolved_overload(self) -> torch._ops.OpOverload | None:
+        """The OpOverload when op is one (or a packet of one); None for a function."""
+        return _resolve_overload(self.op)
+
+    def overload(self, args) -> torch._ops.OpOverload:
+        """The OpOverload behind ``op``, recorded from a call when op is a function."""
+        found = _resolve_overload(self.op)
+        if found is not None:
+            return found
+        with torch.no_grad(), _RecordCustomOps() as recorder:
+            self.op(*[a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args])
+        if len(recorder.ops) != 1:
+            raise ValueError(
+                f"OpSpec: {self.name} should call exactly one custom op, but it called "
+                f"{[str(o) for o in recorder.ops] or 'none'}; pass the OpOverload as op"
+            )
+        return recorder.ops[0]
+
+    def tolerance(self, dtype) -> dict:
+        """rtol and atol for an output of this dtype: zero where exact or not floating."""
+        if self.exact or not (dtype.is_floating_point or dtype.is_complex):
+            return dict(rtol=0, atol=0)
+        return self.tolerances[dtype]
+
+    # -- cases --------------------------------------------------------------
+
+    def cases(self) -> list[Case]:
+        """Every case of every selected check, CUDA ones included."""
+        out: list[Case] = []
+        first_float = self.first_dtype  # the dtype of the layout sweeps
+        grad_dtype = torch.float64
+
+        def add(check, device, dtype=None, layout=None, variant=None):
+            if check in self.checks:
+                case = Case(self.name, check, device, dtype, layout, variant, self.skip.get(check))
+                out.append(case)
+
+        for device in self.devices:
+            cuda = device.startswith("cuda")
+            for dtype in self.dtypes:
+                for layout in self.layouts:
+                    add("results", device, dtype, layout)
+                    if self.exact and dtype.is_floating_point:
+                        # Bit for bit includes -0.0, infinities and NaN.
+                        add("results", device, dtype, layout, "specials")
+            if self.out:
+                for layout, variant in self._out_layout_cases():
+                    add("results", device, first_float, layout, variant)
+            for layout in self.layouts:
+                add("strides", device, first_float, layout)
+                add("fake", device, first_float, layout)
+            for dtype in self.dtypes:
+                if dtype != first_float:
+                    add("fake", device, dtype, self.base_layout)
+            # opcheck: every layout, with and without requires_grad (autograd
+            # and inference graphs differ), then every dtype.
+            grad_variants = ("no_grad", "requires_grad") if self.differentiable else ("no_grad",)
+            for layout in self.layouts:
+                for variant in grad_variants:
+                    add("opcheck", device, first_float, layout, variant)
+            for dtype in self.dtypes:
+                if dtype != first_float and "contiguous" in self.layouts:
+                    add("opcheck", device, dtype, "contiguous", grad_variants[-1])
+            if self.differentiable:
+                for layout in self.layouts:
+                    if self.samples is not None or SMALL_LAYOUTS[layout].perturbable:
+                        add("gradcheck", device, grad_dtype, layout)
+                for layout in GRADGRAD_LAYOUTS:
+                    if layout in self.layouts:
+                        add("gradgradcheck", device, grad_dtype, layout)
+                for mode in self.autodiff:
+                    add("autodiff", device, grad_dtype, variant=mode)
+            if not self.out and not self.dynamic_output:
+                add("vmap", device, first_float, self.base_layout)
+            for layout in self.layouts:
+                add("compile", device, first_float, layout)
+            add("dynamic", device, first_float)
+            add("export", device, first_float)
+            if cuda:
+                add("cuda_graph", device, first_float)
+                add("side_stream", device, first_float)
+            for kind in self.bad_inputs:
+                if kind == "device" and not cuda:
+                    continue  # generated under "cuda": one input there, one on the CPU
+                add("bad_input", device, variant=kind)
+                add("internal_assert", device, variant=kind)
+            if self.huge:
+                small = min(self.dtypes, key=lambda d: torch.empty((), dtype=d).element_size())
+                add("huge", device, small)
+        return out
+
+    def _out_layout_cases(self) -> list[tuple[str, str]]:
+        """(input layout, "out-<out layout>") for the results check of an out= op:
+        each of OUT_LAYOUTS on inputs with as many dimensions as it needs."""
+        if self.samples is not None:
+            # Custom samples: only the layout that fits any shape.
+            return [(self.base_layout, "out-non-contiguous")]
+        # The default samples' 2-D inputs, or their 4-D channels_last ones for a
+        # channels_last out (as such an out is usually given), whichever of the
+        # spec's layouts are chosen.
+        inputs = {None: "contiguous", 2: "contiguous", 4: "channels-last"}
+        return [(inputs[needs], f"out-{name}") for name, (_, needs) in OUT_LAYOUTS.items()]
+
+    def run(self, case: Case) -> None:
+        """Runs one case; raises ConformanceFailure naming check, case and fix."""
+        run_check(self, case)
+
+
+def _as_tuple(x) -> tuple:
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)

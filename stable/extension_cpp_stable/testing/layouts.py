@@ -1,1 +1,0 @@
-../../../extension_cpp/testing/layouts.py

@@ -1,0 +1,197 @@
+"""What the harness found in torchvision, each as a reproducer in plain PyTorch
+and torchvision: no harness, a few lines, an assert that states what should
+hold and fails on the torchvision releases tested (0.23, 0.29 on the CPU),
+up to the release that fixed it (FIXED_IN).
+
+docs/what_the_harness_found_in_torchvision.md shows each function (between
+its markers) and test_torchvision.py runs each, expecting the assert to fail,
+so the page can't keep a finding that torchvision has fixed.
+"""
+
+import torch
+import torchvision
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+
+# [ps_roi_pool-forward]
+def ps_roi_pool_leaves_out_the_last_row_and_column():
+    x = torch.arange(16.0).view(1, 1, 4, 4)  # one image, one channel, 4 x 4
+    whole_image = torch.tensor([[0.0, 0.0, 0.0, 4.0, 4.0]])  # (image, x1, y1, x2, y2)
+    pooled = torchvision.ops.ps_roi_pool(x, whole_image, output_size=1)
+    # The forward averages rows and columns 0-2 only: 5.0, where the mean is 7.5.
+    assert pooled.item() == x.mean().item(), f"{pooled.item()} != {x.mean().item()}"
+
+
+# [ps_roi_pool-forward]
+
+
+# [ps_roi_pool-backward]
+def ps_roi_pool_backward_is_not_its_forwards_derivative():
+    x = torch.rand(1, 1, 4, 4, dtype=torch.float64, requires_grad=True)
+    whole_image = torch.tensor([[0.0, 0.0, 0.0, 4.0, 4.0]], dtype=torch.float64)
+    pooled = torchvision.ops.ps_roi_pool(x, whole_image, output_size=1)
+    (grad,) = torch.autograd.grad(pooled.sum(), x)
+    # The backward spreads 1/16 over all 16 pixels; the forward read 9 of them.
+    forward_reads = torch.zeros(4, 4, dtype=torch.float64)
+    forward_reads[:3, :3] = 1 / 9
+    assert torch.equal(grad[0, 0], forward_reads), grad[0, 0]
+
+
+# [ps_roi_pool-backward]
+
+
+# [roi_pool-rois]
+def roi_pool_reads_rois_of_the_wrong_shape():
+    x = torch.rand(1, 1, 8, 8)
+    rois = torch.tensor([[0.0, 0.0, 0.0, 4.0, 4.0, 99.0]])  # 6 columns: [K, 5] is the contract
+    # roi_align refuses them: "rois must have shape as Tensor[K, 5]"
+    assert not kernel_accepts(torch.ops.torchvision.roi_align, x, rois, 1.0, 2, 2, 2, False)
+    # roi_pool reads them, 5 numbers a row from a buffer of 6 a row.
+    assert not kernel_accepts(torch.ops.torchvision.roi_pool, x, rois, 1.0, 2, 2), "accepted"
+
+
+# [roi_pool-rois]
+
+
+# [accepts]
+def kernel_accepts(op, *args) -> bool:
+    try:
+        op(*args)
+    except RuntimeError:
+        return False
+    return True
+
+
+def fake_accepts(op, *args) -> bool:
+    """As torch.compile and torch.export trace op: on fake tensors, its meta kernel."""
+    mode = FakeTensorMode(shape_env=ShapeEnv())
+    with mode:
+        return kernel_accepts(op, *[mode.from_tensor(a) if torch.is_tensor(a) else a for a in args])
+
+
+# [accepts]
+
+
+# [nms-dtype]
+def nms_fake_kernel_accepts_integer_boxes():
+    nms = torch.ops.torchvision.nms
+    boxes = torch.tensor([[0, 0, 10, 10], [1, 1, 11, 11]])  # int64: the kernel takes floats
+    scores = torch.tensor([0.9, 0.8])
+    # The kernel: RuntimeError: "nms_kernel" not implemented for 'Long'.
+    assert not kernel_accepts(nms, boxes, scores, 0.5)
+    # The meta kernel, which torch.compile and torch.export trace, accepts them.
+    assert not fake_accepts(nms, boxes, scores, 0.5), "the meta kernel accepts int64 boxes"
+
+
+# [nms-dtype]
+
+
+# [deform_args]
+def deform_args(**changes):
+    """deform_conv2d's arguments: a 4 x 4 image of 2 channels, a 3 x 3 kernel to
+    3 channels, zero offsets, a mask of ones, and a bias; changes replace some."""
+    args = dict(
+        input=torch.rand(1, 2, 4, 4),
+        weight=torch.rand(3, 2, 3, 3),
+        offset=torch.zeros(1, 18, 2, 2),
+        mask=torch.ones(1, 9, 2, 2),
+        bias=torch.rand(3),
+    )
+    args.update(changes)
+    # stride, padding, dilation (height and width), groups, offset groups, use_mask
+    return [*args.values(), 1, 1, 0, 0, 1, 1, 1, 1, True]
+
+
+# [deform_args]
+
+
+# [deform_conv2d-bias]
+def deform_conv2d_does_not_check_the_bias():
+    deform_conv2d = torch.ops.torchvision.deform_conv2d
+    args = deform_args(bias=torch.rand(5))  # 3 output channels, 5 biases
+    # The kernel: RuntimeError: shape '[1, 3, 1, 1]' is invalid for input of size 5,
+    # from a view inside it rather than a check that names the bias.
+    assert not kernel_accepts(deform_conv2d, *args)
+    assert not fake_accepts(deform_conv2d, *args), "the meta kernel accepts 5 biases"
+
+
+# [deform_conv2d-bias]
+
+
+# [deform_conv2d-dtype]
+def deform_conv2d_fake_kernel_accepts_integer_input():
+    deform_conv2d = torch.ops.torchvision.deform_conv2d
+    args = deform_args(input=torch.randint(9, (1, 2, 4, 4)))  # int64
+    # The kernel: RuntimeError: "deformable_im2col" not implemented for 'Long'.
+    assert not kernel_accepts(deform_conv2d, *args)
+    assert not fake_accepts(deform_conv2d, *args), "the meta kernel accepts int64 input"
+
+
+# [deform_conv2d-dtype]
+
+# On a GPU.
+
+
+# [nms-devices]
+def nms_fake_kernel_accepts_boxes_and_scores_on_two_devices():
+    nms = torch.ops.torchvision.nms
+    boxes = torch.tensor([[0.0, 0, 10, 10], [1, 1, 11, 11]], device="cuda")
+    scores = torch.tensor([0.9, 0.8])  # on the CPU
+    # The kernel: RuntimeError: scores must be a CUDA tensor.
+    assert not kernel_accepts(nms, boxes, scores, 0.5)
+    assert not fake_accepts(nms, boxes, scores, 0.5), "the meta kernel accepts two devices"
+
+
+# [nms-devices]
+
+
+# [deform_conv2d-stream]
+def deform_conv2d_does_not_run_on_the_current_stream():
+    deform_conv2d = torch.ops.torchvision.deform_conv2d
+    args = [a.cuda() if torch.is_tensor(a) else a for a in deform_args()]
+    want = deform_conv2d(*args)
+    image = args[0].clone()
+    args[0].zero_()
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):  # work queued on a side stream, as a pipeline does:
+        torch.cuda._sleep(50_000_000)  # the stream is busy for a while,
+        args[0].copy_(image)  # then writes the image,
+        got = deform_conv2d(*args)  # then convolves it
+    side.synchronize()
+    # The kernels ran on the legacy default stream, during the sleep, on zeros.
+    assert torch.equal(got, want), "deform_conv2d did not wait for the stream it was called on"
+
+
+# [deform_conv2d-stream]
+
+# Every reproducer, in the page's order.
+FINDINGS = [
+    ps_roi_pool_leaves_out_the_last_row_and_column,
+    ps_roi_pool_backward_is_not_its_forwards_derivative,
+    roi_pool_reads_rois_of_the_wrong_shape,
+    nms_fake_kernel_accepts_integer_boxes,
+    deform_conv2d_does_not_check_the_bias,
+    deform_conv2d_fake_kernel_accepts_integer_input,
+    nms_fake_kernel_accepts_boxes_and_scores_on_two_devices,
+    deform_conv2d_does_not_run_on_the_current_stream,
+]
+# The reproducers that need a GPU.
+NEEDS_CUDA = {
+    nms_fake_kernel_accepts_boxes_and_scores_on_two_devices,
+    deform_conv2d_does_not_run_on_the_current_stream,
+}
+# The torchvision release that fixed a finding (make matrix runs a newer one
+# than make test's).
+FIXED_IN = {roi_pool_reads_rois_of_the_wrong_shape: (0, 29, 2)}
+
+
+def torchvision_version() -> tuple:
+    """'0.29.1+cu130' -> (0, 29, 1)."""
+    return tuple(int(part) for part in torchvision.__version__.split("+")[0].split(".")[:3])
+
+
+def reproduces(finding) -> bool:
+    """Whether the installed torchvision still has the bug."""
+    return finding not in FIXED_IN or torchvision_version() < FIXED_IN[finding]
