@@ -31,7 +31,11 @@ REPO = os.path.dirname(DOCS)
 
 
 def commit() -> str:
-    """This checkout's commit, short, with "+ local changes" when tracked files differ."""
+    """This checkout's commit, short, with "+ local changes" when tracked files
+    differ. A copy of the tree run on another machine (a GPU host's, whose
+    .git, if any, is not this one's) names its commit in EXTENSION_CPP_COMMIT."""
+    if os.environ.get("EXTENSION_CPP_COMMIT"):
+        return os.environ["EXTENSION_CPP_COMMIT"]
     try:
         head = subprocess.run(
             ["git", "rev-parse", "--short=10", "HEAD"],
@@ -48,9 +52,7 @@ def commit() -> str:
             check=True,
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        # A copy of the tree without .git (a GPU machine's): the commit it was
-        # copied from, if whoever ran it said so.
-        return os.environ.get("EXTENSION_CPP_COMMIT", "unknown (not a git checkout)")
+        return "unknown (not a git checkout)"
     return head + (" + local changes" if dirty else "")
 
 
