@@ -63,7 +63,6 @@ import extension_cpp  # noqa: E402
 SECTIONS = ("contiguous", "per-call", "fusion", "first-call", "layouts")
 DTYPES = ("float32", "bfloat16", "float16")
 OPS = ("mymuladd", "mymul", "myadd_out")
-IMPLS = ("C++", "Triton", "eager", "compile")
 PACKAGES = {"C++": extension_cpp, "Triton": extension_triton}
 C = 0.5  # mymuladd's scalar
 ROUNDS = 15
@@ -156,11 +155,9 @@ def contiguous(device: str, sync, exponents) -> tuple:
     return rows, contiguous_lines(rows)
 
 
-def _cell(t: dict, op: str) -> str:
-    copy = t[("copy", "copy")]
-    return " / ".join(
-        f"{fraction(t, (op, impl), copy):.2f}" if (op, impl) in t else "-" for impl in IMPLS
-    )
+def _pytorch(t: dict, op: str) -> float:
+    """The fastest of PyTorch's eager and compiled forms of op, in us."""
+    return min(t[(op, impl)] for impl in ("eager", "compile") if (op, impl) in t)
 
 
 def contiguous_lines(rows: list) -> list:
@@ -174,21 +171,23 @@ def contiguous_lines(rows: list) -> list:
         lines += [
             f"### {title}",
             "",
-            "Each op cell: C++ / Triton / eager / torch.compile, each one's bandwidth over a "
-            "device copy's of the same size (the op moves 3 elements for the copy's 2; "
-            "1.00 = copy speed). myadd_out's eager is `torch.add(out=)`; it has no compiled "
-            "form. A/A: `torch.mul` over itself.",
+            "Each op's C++, Triton and fastest PyTorch form (eager, or torch.compile of "
+            "the same expression; myadd_out: `torch.add(out=)`), each one's bandwidth over "
+            "a device copy's of the same size, counting 3 elements moved for the copy's 2 "
+            "(1.00: copy speed). A/A: `torch.mul` over itself.",
             "",
-            "| dtype | N | copy us | mymuladd | mymul | myadd_out | A/A |",
-            "|---|---|---|---|---|---|---|",
+            "| dtype | N | mymuladd: C++ | Triton | PyTorch | mymul: C++ | Triton | PyTorch "
+            "| myadd_out: C++ | Triton | PyTorch | A/A |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for row in rows:
             t = row[metric]
-            cells = " | ".join(_cell(t, op) for op in OPS)
-            lines.append(
-                f"| {row['dtype']} | 2^{row['log2']} | {t[('copy', 'copy')]:.1f} | {cells} "
-                f"| {aa(t):.2f} |"
-            )
+            copy = t[("copy", "copy")]
+            cells = []
+            for op in OPS:
+                cells += [t[(op, "C++")], t[(op, "Triton")], _pytorch(t, op)]
+            shown = " | ".join(f"{1.5 * copy / us:.2f}" for us in cells)
+            lines.append(f"| {row['dtype']} | 2^{row['log2']} | {shown} | {aa(t):.2f} |")
         lines.append("")
     return lines
 
@@ -222,24 +221,22 @@ def layout_lines(rows: list, n_log2: int, device: str) -> list:
     lines = [
         f"## Layouts: 2^{n_log2} elements, {how}",
         "",
-        "Each op cell: C++ / Triton / eager as a fraction of a device copy's bandwidth, "
-        "counting the bytes each layout must move (a broadcast input's stored elements "
-        "once), then in brackets C++ time / Triton time (> 1: Triton is faster). A/A: "
+        "Each op's C++ and Triton bandwidth over a device copy's, counting the bytes "
+        "each layout must move (a broadcast input's stored elements once). A/A: "
         "`torch.mul` over itself.",
         "",
-        "| dtype | layout | mymuladd | mymul | myadd_out | A/A |",
-        "|---|---|---|---|---|---|",
+        "| dtype | layout | mymuladd: C++ | Triton | mymul: C++ | Triton "
+        "| myadd_out: C++ | Triton | A/A |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         t, copy = row["us"], row["us"][("copy", "copy")]
-        cells = []
-        for op in OPS:
-            parts = " / ".join(
-                f"{fraction(t, (op, impl), copy, row['traffic']):.2f}"
-                for impl in ("C++", "Triton", "eager")
-            )
-            cells.append(f"{parts} ({t[(op, 'C++')] / t[(op, 'Triton')]:.2f})")
-        lines.append(f"| {row['dtype']} | {row['layout']} | {' | '.join(cells)} | {aa(t):.2f} |")
+        shown = " | ".join(
+            f"{fraction(t, (op, impl), copy, row['traffic']):.2f}"
+            for op in OPS
+            for impl in ("C++", "Triton")
+        )
+        lines.append(f"| {row['dtype']} | {row['layout']} | {shown} | {aa(t):.2f} |")
     return lines + [""]
 
 

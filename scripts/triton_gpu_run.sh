@@ -2,11 +2,12 @@
 # C++/CUDA or Triton (docs/cpp_or_triton.md): every GPU measurement and test
 # of the Triton side path (tutorial/appendix/triton) in one run.
 #
-#   OUT=DIR bash scripts/triton_gpu_run.sh
+#   OUT=DIR EXTENSION_CPP_COMMIT=<commit> bash scripts/triton_gpu_run.sh
 #
 # From the repository root, on a machine with a CUDA GPU, nvcc, cmake, g++
 # and a python3 (PYTHON=...) with torch (and the Triton it depends on),
-# pytest and hypothesis. Steps (STEPS=build,bench,tests,aoti picks some; each
+# pytest and hypothesis. EXTENSION_CPP_COMMIT names the commit the tree was
+# copied from, for the results' stamps, where it has no .git. Steps (STEPS=build,bench,tests,aoti picks some; each
 # later step needs the build):
 #
 #   build  pip install -e . from a clean build folder, timed: the C++ build
@@ -24,8 +25,9 @@
 # limit is the lesser of its own and what is left, and the benchmark writes
 # its tables section by section. Writes under $OUT (default build/triton-gpu-run):
 #
-#   cpp_or_triton.md, .json     the benchmark's tables, and every number
-#   conformance-triton-gpu.xml      the tests' junit XML
+#   cpp_or_triton.md, .json     the benchmark's stamped tables, and every number
+#   conformance-triton-gpu.xml  the tests' junit XML (docs/render_results.py
+#                               renders it as the docs' page)
 #   build.log bench.log tests.log aoti.log   what each step printed
 #   summary.txt                 each step's outcome and seconds
 set -u
@@ -100,14 +102,12 @@ if wants tests; then
   $PY -c 'import xdist' 2>/dev/null && XDIST=(-n 8 -p no:benchmark)
   EXTENSION_CPP_HUGE=1 step tests 150 $PY -m pytest tests/conformance/test_triton.py \
     tests/conformance/test_tutorial_appendix.py -k triton -p no:cacheprovider -q -rfE \
-    "${XDIST[@]}" --junitxml="$OUT/conformance-triton-gpu.xml" &
+    "${XDIST[@]}" -p docs.pytest_machine --junitxml="$OUT/conformance-triton-gpu.xml" &
   PIDS+=($!)
 fi
 if wants aoti; then
-  # The GPU host's libraries carry a static C++ runtime of their own; AOTInductor's
-  # package then needs the shared one loaded first (docs/aoti.md).
-  LD_PRELOAD=$(g++ -print-file-name=libstdc++.so.6) step aoti 150 $PY -m pytest \
-    tests/conformance/test_aoti.py -k triton -p no:cacheprovider -q -s -rfE &
+  step aoti 150 $PY -m pytest tests/conformance/test_aoti.py -k triton -p no:cacheprovider \
+    -q -s -rfE &
   PIDS+=($!)
 fi
 for pid in "${PIDS[@]}"; do

@@ -1,10 +1,14 @@
-"""The tutorial's side paths: a JIT build, pybind11, and autograd.Function vs register_autograd.
+"""The tutorial's side paths: a JIT build, pybind11, autograd.Function vs
+register_autograd, and the ops in Triton.
 
 Each test builds (or imports) the appendix code from tutorial/appendix and
 shows concretely what the reader is told: the JIT build works without a
 setup.py; torch.compile cannot trace a pybind11 function but traces the
 TORCH_LIBRARY op; the op whose backward lives only in an autograd.Function
-wrapper fails the checks that the registered op passes.
+wrapper fails the checks that the registered op passes; the Triton ops speak
+the C++ ops' words, refuse the CPU, ship as one pure-Python wheel, and pass
+the harness's results check on every layout in Triton's interpreter
+(tests/conformance/test_triton.py runs every check on a GPU).
 """
 
 import importlib
