@@ -45,6 +45,7 @@ def step_diff(stage: str) -> str:
                 f"{prev}/{name}",
                 f"{stage}/{name}",
                 lineterm="",
+                n=1,  # one line of context: the change, not the file around it
             )
     body = "\n".join(lines)
     text = ""

@@ -79,11 +79,9 @@ class OpSpec:
             transposed, channels_last) where its shape allows.
         samples: replaces the default inputs: ``samples(layout, dtype, device, rows)``
             returns the op's arguments; ``rows`` sizes the first dimension (the
-            dynamic-shape and export checks vary it), ``layout`` is one of
-            ``layouts``. Each call draws new values in the same shapes: the CUDA
-            graph check replays the op on a second draw, and the vmap check
-            stacks three. Inputs that must hold valid indices (boxes, batch
-            indices, offsets) stay valid that way, as the harness never
+            dynamic-shape and export checks vary it). Each call draws new values
+            in the same shapes (the CUDA graph check replays on a second draw),
+            so inputs that must hold valid indices stay valid: the harness never
             refills an input with random values itself.
         layouts, dtypes, devices: what to run on. CUDA cases are always generated
             and skip only without a GPU. Integer dtypes are fine (quantized ops):
@@ -106,12 +104,9 @@ class OpSpec:
             op does not differentiate.
         autodiff: the autodiff modes the op claims (keys of ``autodiff.MODES``).
         dynamic_output: an output's size depends on the input's values (``nms``,
-            ``nonzero``): its fake kernel makes that size with
-            ``torch.library.get_ctx().new_dynamic_size()``. The fake check then
-            runs with a shape environment and accepts an unbacked size where the
-            real one can't be known, opcheck leaves out ``test_aot_dispatch_static``
-            (static shapes can't hold an unbacked size), torch.compile captures the
-            size in the graph (``capture_dynamic_output_shape_ops``), and the vmap
+            ``nonzero``; its fake kernel uses
+            ``torch.library.get_ctx().new_dynamic_size()``). The fake, opcheck,
+            compile and export checks then accept an unbacked size, and the vmap
             check does not apply.
         dynamic_dims: which dimensions the ``export`` check marks dynamic, as
             ``{argument position: {dimension: name}}``; dimensions with the same name
@@ -120,10 +115,9 @@ class OpSpec:
             of one shape, as elementwise ops take). The ``dynamic`` check lets
             torch.compile find which dimensions vary.
         compare_storage: the strides check also compares each output's storage
-            offset and size with the reference's: no unused memory around the
-            output. Default: with the default (elementwise) samples; an op that
-            returns a view of a larger buffer (a slice of the boxes it kept)
-            compares the view only.
+            offset and size with the reference's (default: with the default
+            samples); an op that returns a view of a larger buffer compares the
+            view only.
         nondeterministic: the op's gradient may differ from run to run in its
             last bits (a backward that sums with atomic adds, as many CUDA
             kernels do): gradcheck and gradgradcheck then allow it
