@@ -26,9 +26,9 @@ inside the A/A spread is a tie. Sections (``--sections``, all by default):
 * layouts: every layout of bench_layouts.py at 2^24 elements, kernels alone.
 
 Writes the Markdown tables to --out, stamped with the command, the commit
-(EXTENSION_CPP_COMMIT where the tree has no .git) and the date, and every
-number to --json. ``--device
-cpu`` (with TRITON_INTERPRET=1) runs the contiguous, layouts and per-call
+(EXTENSION_CPP_COMMIT where the tree has no .git) and the date, under a
+summary of the C++ / Triton ratios and the A/A spread, and every number to
+--json. ``--device cpu`` (with TRITON_INTERPRET=1) runs the contiguous, layouts and per-call
 sections on the CPU, to try the script without a GPU: its numbers mean
 nothing.
 """
@@ -155,11 +155,6 @@ def contiguous(device: str, sync, exponents) -> tuple:
     return rows, contiguous_lines(rows)
 
 
-def _pytorch(t: dict, op: str) -> float:
-    """The fastest of PyTorch's eager and compiled forms of op, in us."""
-    return min(t[(op, impl)] for impl in ("eager", "compile") if (op, impl) in t)
-
-
 def contiguous_lines(rows: list) -> list:
     lines = ["## Contiguous tensors: fraction of a device copy's bandwidth", ""]
     for metric, title in (
@@ -171,22 +166,24 @@ def contiguous_lines(rows: list) -> list:
         lines += [
             f"### {title}",
             "",
-            "Each op's C++, Triton and fastest PyTorch form (eager, or torch.compile of "
-            "the same expression; myadd_out: `torch.add(out=)`), each one's bandwidth over "
-            "a device copy's of the same size, counting 3 elements moved for the copy's 2 "
-            "(1.00: copy speed). A/A: `torch.mul` over itself.",
+            "Each op's C++, Triton, eager and torch.compile forms (myadd_out's eager: "
+            "`torch.add(out=)`, no compiled form), each one's bandwidth over a device "
+            "copy's of the same size, counting 3 elements moved for the copy's 2 (1.00: "
+            "copy speed). A/A: `torch.mul` over itself.",
             "",
-            "| dtype | N | mymuladd: C++ | Triton | PyTorch | mymul: C++ | Triton | PyTorch "
-            "| myadd_out: C++ | Triton | PyTorch | A/A |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "| dtype | N | mymuladd: C++ | Triton | eager | compile | mymul: C++ | Triton "
+            "| eager | compile | myadd_out: C++ | Triton | eager | A/A |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for row in rows:
             t = row[metric]
             copy = t[("copy", "copy")]
-            cells = []
-            for op in OPS:
-                cells += [t[(op, "C++")], t[(op, "Triton")], _pytorch(t, op)]
-            shown = " | ".join(f"{1.5 * copy / us:.2f}" for us in cells)
+            shown = " | ".join(
+                f"{fraction(t, (op, impl), copy):.2f}"
+                for op in OPS
+                for impl in ("C++", "Triton", "eager", "compile")
+                if (op, impl) in t
+            )
             lines.append(f"| {row['dtype']} | 2^{row['log2']} | {shown} | {aa(t):.2f} |")
         lines.append("")
     return lines
@@ -433,6 +430,85 @@ def fusion_lines(r: dict) -> list:
     return lines + ["", f"A/A: {aa(t):.2f}.", ""]
 
 
+# -- summary ------------------------------------------------------------------
+
+
+def _span(values) -> str:
+    values = sorted(values)
+    return f"{values[0]:.2f}" if values[0] == values[-1] else f"{values[0]:.2f}-{values[-1]:.2f}"
+
+
+def summary_lines(data: dict, layout_log2: int) -> list:
+    """A few lines read off the sections below (those that ran): C++ time
+    over Triton time (> 1: Triton is faster) unless a line says otherwise,
+    and the spread of every A/A control."""
+    lines, controls = [], []
+    rows = data.get("contiguous")
+    if isinstance(rows, list):
+        metric = "kernel_us" if "kernel_us" in rows[0] else "call_us"
+        how = "kernels alone" if metric == "kernel_us" else "whole calls"
+        big = [r[metric] for r in rows if r["log2"] >= LAYOUT_LOG2]
+        ratios = [t[(op, "C++")] / t[(op, "Triton")] for t in big for op in OPS]
+        if ratios:
+            lines.append(f"- contiguous, 2^{LAYOUT_LOG2} elements and more, {how}: {_span(ratios)}")
+        smallest = rows[0]["log2"]
+        calls = [r["call_us"] for r in rows if r["log2"] == smallest]
+        ratios = [t[(op, "C++")] / t[(op, "Triton")] for t in calls for op in OPS]
+        lines.append(f"- contiguous, 2^{smallest} elements, whole calls: {_span(ratios)}")
+        controls += [aa(r[m]) for r in rows for m in ("kernel_us", "call_us") if m in r]
+    rows = data.get("layouts")
+    if isinstance(rows, list):
+        ratios = [
+            (r["us"][(op, "C++")] / r["us"][(op, "Triton")], op, r) for r in rows for op in OPS
+        ]
+        _, op, r = min(ratios, key=lambda x: x[0])
+        lines.append(
+            f"- every layout at 2^{layout_log2} elements: {_span(x[0] for x in ratios)}, "
+            f"lowest {op} on {r['layout']} ({r['dtype']})"
+        )
+        controls += [aa(r["us"]) for r in rows]
+    calls = data.get("per-call")
+    if isinstance(calls, dict) and "no grad" in calls:
+        cells = [
+            f"{grad}: {t[('mymul', 'C++')]:.1f} us (C++) and {t[('mymul', 'Triton')]:.1f} us "
+            "(Triton)"
+            for grad, t in calls.items()
+        ]
+        lines.append("- one element, a call of mymul: " + "; ".join(cells))
+        controls += [aa(t) for t in calls.values()]
+    first = data.get("first-call")
+    if isinstance(first, dict) and "C++" in first:
+        build = first["cpp_build_s"]
+        lines.append(
+            "- first mymul in a fresh process: "
+            f"{first['Triton, empty cache']['first_call_s']:.2f} s for Triton with an empty "
+            f"cache, {first['Triton, warm cache']['first_call_s']:.2f} s with a warm one, "
+            f"{first['C++']['first_call_s']:.3f} s for C++"
+            + (f", after a {build:.0f} s build" if build is not None else "")
+        )
+    fused = data.get("fusion")
+    if isinstance(fused, dict) and "kernels" in fused:
+        t = fused["us"]
+        counts = ", ".join(f"{k} {len(v)}" for k, v in fused["kernels"].items())
+        lines.append(
+            f"- `mymul(a, b).sin()` under torch.compile: {t['C++'] / t['Triton']:.2f}; "
+            f"kernels per call: {counts}"
+        )
+        controls.append(aa(t))
+    if not lines:
+        return []
+    if controls:
+        lines.append(f"- A/A controls (`torch.mul` over itself), all sections: {_span(controls)}")
+    return [
+        "## Summary",
+        "",
+        "C++ time over Triton time (> 1: Triton is faster), read off the sections below:",
+        "",
+        *lines,
+        "",
+    ]
+
+
 # -- main ---------------------------------------------------------------------
 
 
@@ -471,13 +547,14 @@ def main() -> None:
     command = "python scripts/bench_triton.py " + " ".join(f"{k} {v}" for k, v in shown.items())
     started = time.time()
     record = stamp(command)
-    lines = [
+    head = [
         f"# C++/CUDA against Triton: {where}, torch {torch.__version__}, Triton "
         f"{triton.__version__}",
         "",
         f"{stamp_line(record)}.",
         "",
     ]
+    lines = []
     data = {"device": where, "torch": torch.__version__, "triton": triton.__version__, **record}
     steps = {
         "contiguous": lambda: contiguous(args.device, sync, [int(e) for e in args.log2.split(",")]),
@@ -502,7 +579,7 @@ def main() -> None:
         lines += section
         # What is done so far, should a later section fail or run out of time.
         with open(args.out, "w") as f:
-            f.write("\n".join(lines))
+            f.write("\n".join(head + summary_lines(data, args.layout_log2) + lines))
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(_jsonable(data), f, indent=1)

@@ -28,7 +28,7 @@ from child_process import run_python
 from torch.autograd.gradcheck import GradcheckError
 from torch.testing._internal.optests import OpCheckError
 
-from .cases import classic_only
+from .cases import classic_only, testing
 
 pytestmark = classic_only(
     "the tutorial does not depend on the build under test; the classic run covers it"
@@ -240,5 +240,9 @@ def test_triton_kernels_in_the_interpreter():
         env={"TRITON_INTERPRET": "1"},
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    passed = int(re.search(r"(\d+) passed", run.stdout).group(1))
-    assert passed == 108, run.stdout[-3000:]
+    # Every case selected ran (none skipped), at least results and strides on
+    # every layout for each of the three ops.
+    summary = run.stdout.strip().splitlines()[-1]
+    assert "skipped" not in summary, summary
+    passed = int(re.search(r"(\d+) passed", summary).group(1))
+    assert passed >= 3 * 2 * len(testing.LAYOUTS), summary
