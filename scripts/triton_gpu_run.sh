@@ -7,34 +7,35 @@
 # From the repository root, on a machine with a CUDA GPU, nvcc, cmake, g++
 # and a python3 (PYTHON=...) with torch (and the Triton it depends on),
 # pytest and hypothesis. EXTENSION_CPP_COMMIT names the commit the tree was
-# copied from, for the results' stamps, where it has no .git. Steps (STEPS=build,bench,tests,aoti picks some; each
-# later step needs the build):
+# copied from, for the results' stamps, where it has no .git. The steps, in
+# this order (STEPS=build,tests,aoti,bench picks some; each later step needs
+# the build):
 #
 #   build  pip install -e . from a clean build folder, timed: the C++ build
 #          time the benchmark reports
-#   bench  scripts/bench_triton.py: every measurement, one process
 #   tests  tests/conformance/test_triton.py (the harness on the Triton ops,
 #          every layout, with the huge-tensor cases) and the Triton tests of
 #          test_tutorial_appendix.py
 #   aoti   the examples/aoti_runner model with the Triton ops, exported,
 #          compiled by AOTInductor and run by the C++ runner
 #          (test_aoti.py -k triton), beside the tests
+#   bench  scripts/bench_triton.py: every measurement, one process, alone
 #
 # A failing step does not stop the others; the script exits non-zero if one
 # failed. It keeps to a budget of 470 s in all (BUDGET=...): each step's time
-# limit is the lesser of its own and what is left, and the benchmark writes
-# its tables section by section. Writes under $OUT (default build/triton-gpu-run):
+# limit is the lesser of its own and what is left. Writes under $OUT
+# (default build/triton-gpu-run), eight files:
 #
 #   cpp_or_triton.md, .json     the benchmark's stamped tables, and every number
 #   conformance-triton-gpu.xml  the tests' junit XML (docs/render_results.py
 #                               renders it as the docs' page)
-#   build.log bench.log tests.log aoti.log   what each step printed
-#   summary.txt                 each step's outcome and seconds
+#   build.log tests.log aoti.log bench.log   what each step printed
+#   summary.txt                 the machine, each step's outcome and seconds
 set -u
 
 PY=${PYTHON:-python3}
 OUT=${OUT:-build/triton-gpu-run}
-STEPS=${STEPS:-build,bench,tests,aoti}
+STEPS=${STEPS:-build,tests,aoti,bench}
 BUDGET=${BUDGET:-470}
 export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-16}
 export PYTHONUNBUFFERED=1
@@ -42,6 +43,8 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 START=$(date +%s)
 FAILED=0
+SECONDS_DIR=$(mktemp -d)  # each step's seconds, kept out of $OUT
+trap 'rm -rf "$SECONDS_DIR"' EXIT
 : >"$OUT/summary.txt"
 
 wants() { [[ ",$STEPS," == *",$1,"* ]]; }
@@ -60,7 +63,8 @@ step() {
   fi
   echo "==> $name (at most $limit s): $*"
   local t0=$EPOCHREALTIME rc seconds
-  timeout --kill-after=10 "$limit" "$@" >"$OUT/$name.log" 2>&1
+  # SIGINT first: pytest, interrupted so, still writes its junit XML.
+  timeout --signal=INT --kill-after=20 "$limit" "$@" >"$OUT/$name.log" 2>&1
   rc=$?
   seconds=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
   if ((rc == 0)); then
@@ -71,7 +75,7 @@ step() {
     tail -n 30 "$OUT/$name.log"
     FAILED=1
   fi
-  echo "$seconds" >"$OUT/.$name.seconds"
+  echo "$seconds" >"$SECONDS_DIR/$name"
   [[ $rc == 0 ]]
 }
 
@@ -85,28 +89,24 @@ if wants build; then
   # From a clean build folder, so that the time is a whole build's.
   rm -rf build/temp-fast
   if step build 180 $PY -m pip install --no-build-isolation --no-deps -e .; then
-    BUILD_SECONDS=$(cat "$OUT/.build.seconds")
+    BUILD_SECONDS=$(cat "$SECONDS_DIR/build")
   fi
 fi
 
-if wants bench; then
-  step bench 240 $PY scripts/bench_triton.py --out "$OUT/cpp_or_triton.md" \
-    --json "$OUT/cpp_or_triton.json" ${BUILD_SECONDS:+--cpp-build-seconds "$BUILD_SECONDS"}
-fi
-
-# The tests and the AOTInductor run side by side: neither is timed.
+# The tests and the AOTInductor run side by side, before the benchmark, so
+# that they have their time whatever the benchmark takes.
 PIDS=()
 if wants tests; then
   # pytest-xdist where installed: the harness's compiles are independent.
   XDIST=()
-  $PY -c 'import xdist' 2>/dev/null && XDIST=(-n 8 -p no:benchmark)
-  EXTENSION_CPP_HUGE=1 step tests 150 $PY -m pytest tests/conformance/test_triton.py \
+  $PY -c 'import xdist' 2>/dev/null && XDIST=(-n 12 -p no:benchmark)
+  EXTENSION_CPP_HUGE=1 step tests 200 $PY -m pytest tests/conformance/test_triton.py \
     tests/conformance/test_tutorial_appendix.py -k triton -p no:cacheprovider -q -rfE \
     "${XDIST[@]}" -p docs.pytest_machine --junitxml="$OUT/conformance-triton-gpu.xml" &
   PIDS+=($!)
 fi
 if wants aoti; then
-  step aoti 150 $PY -m pytest tests/conformance/test_aoti.py -k triton -p no:cacheprovider \
+  step aoti 200 $PY -m pytest tests/conformance/test_aoti.py -k triton -p no:cacheprovider \
     -q -s -rfE &
   PIDS+=($!)
 fi
@@ -114,6 +114,16 @@ for pid in "${PIDS[@]}"; do
   wait "$pid" || FAILED=1
 done
 
-rm -f "$OUT"/.*.seconds
+# Last, on a quiet machine, with what is left of the budget: it writes its
+# tables section by section, the longest last, so a cut run keeps the rest.
+if wants bench; then
+  step bench 300 $PY scripts/bench_triton.py --out "$OUT/cpp_or_triton.md" \
+    --json "$OUT/cpp_or_triton.json" ${BUILD_SECONDS:+--cpp-build-seconds "$BUILD_SECONDS"}
+fi
+
 echo "total: $(($(date +%s) - START)) s" | tee -a "$OUT/summary.txt"
+for log in tests aoti; do
+  [[ -f $OUT/$log.log ]] && echo "$log: $(tail -n 1 "$OUT/$log.log")"
+done
+[[ -f $OUT/cpp_or_triton.md ]] && sed -n '/^## Summary/,/^## [^S]/p' "$OUT/cpp_or_triton.md"
 exit $FAILED
