@@ -11,8 +11,8 @@
 # this order (STEPS=build,tests,aoti,bench picks some; each later step needs
 # the build):
 #
-#   build  pip install -e . from a clean build folder, timed: the C++ build
-#          time the benchmark reports
+#   build  pip install -e harness/, then pip install -e . from a clean build
+#          folder, timed: the C++ build time the benchmark reports
 #   tests  tests/conformance/test_triton.py (the harness on the Triton ops,
 #          every layout, with the huge-tensor cases) and the Triton tests of
 #          test_tutorial_appendix.py
@@ -86,6 +86,10 @@ step() {
 
 BUILD_SECONDS=
 if wants build; then
+  # The harness (pure Python, not timed), which the tests' conftest loads.
+  echo "==> the harness (harness/)"
+  $PY -m pip install -q --no-build-isolation --no-deps -e harness/ >>"$OUT/summary.txt" 2>&1 ||
+    { echo "harness: FAILED to install" | tee -a "$OUT/summary.txt"; FAILED=1; }
   # From a clean build folder, so that the time is a whole build's.
   rm -rf build/temp-fast
   if step build 180 $PY -m pip install --no-build-isolation --no-deps -e .; then
