@@ -205,13 +205,13 @@ def test_triton_ops_refuse_cpu_tensors(extension_triton, mode):
 
 
 # The harness cases of test_triton.py that the interpreter runs in a few
-# seconds: results and output strides on every layout in float32, and results
-# in float16 and float64 on one layout of the tiled kernel. The interpreter
+# seconds: results and output strides on every layout in float32, results in
+# float16 and float64 on one layout of the tiled kernel, and the vmap rules. The interpreter
 # computes in NumPy, so not the -specials cases (NumPy's warnings on NaN and
 # infinities are errors here) nor bfloat16 (the interpreter rounds float32 to
 # bfloat16 toward zero; a GPU, like the reference, rounds to nearest).
 INTERPRETED_CHECKS = (
-    "(strides or results and (float32 or -mixed-b-first)) and not (specials or bfloat16)"
+    "(strides or vmap or results and (float32 or -mixed-b-first)) and not (specials or bfloat16)"
 )
 
 

@@ -18,7 +18,8 @@ ways:
   into the package.
 
 Derivatives are registered with ``register_autograd``; mymuladd's backward
-calls the Triton mymul.
+calls the Triton mymul. Batching rules for torch.vmap, with
+``register_vmap``, call each op once for the whole batch.
 """
 
 import functools
@@ -128,3 +129,26 @@ def _backward_muladd(ctx, grad: Tensor):
 
 mymul.register_autograd(_backward, setup_context=_setup_context)
 mymuladd.register_autograd(_backward_muladd, setup_context=_setup_context)
+
+
+# Batching rules for torch.vmap: the batch dimension moves to the front of
+# each batched argument, unbatched ones are expanded to match (a stride-0
+# view, no copy, which the tiled kernel reads as a broadcast), and one call
+# of the op covers the whole batch.
+
+
+def _batch_first(info, in_dims, *tensors: Tensor) -> list:
+    return [
+        t.unsqueeze(0).expand(info.batch_size, *t.shape) if d is None else t.movedim(d, 0)
+        for t, d in zip(tensors, in_dims)
+    ]
+
+
+@mymuladd.register_vmap
+def _mymuladd_vmap(info, in_dims, a: Tensor, b: Tensor, c: float):
+    return mymuladd(*_batch_first(info, in_dims[:2], a, b), c), 0
+
+
+@mymul.register_vmap
+def _mymul_vmap(info, in_dims, a: Tensor, b: Tensor):
+    return mymul(*_batch_first(info, in_dims, a, b)), 0
