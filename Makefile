@@ -16,9 +16,10 @@ export PYTHONUNBUFFERED := 1
 # Inductor keeps compiled graphs between runs (by default in
 # /tmp/torchinductor_$USER), keyed on the graph but not on our fake kernels:
 # after a change to one, a cached graph still expects the old output strides
-# and fails on the new kernel. So each version of the op code (both builds'
-# and the harness zoo's, tests/harness_zoo) gets a cache of its own.
-OPS_HASH := $(shell cat extension_cpp/*.py stable/extension_cpp_stable/*.py csrc/*.h csrc/*.cpp csrc/*/* csrc/*/*/* tests/harness_zoo/zoo* 2>/dev/null | sha1sum | cut -c1-12)
+# and fails on the new kernel. So each version of the op code (both builds',
+# the Triton side path's, whose op function is its fake kernel, and the
+# harness zoo's, tests/harness_zoo) gets a cache of its own.
+OPS_HASH := $(shell cat extension_cpp/*.py stable/extension_cpp_stable/*.py tutorial/appendix/triton/extension_triton/*.py csrc/*.h csrc/*.cpp csrc/*/* csrc/*/*/* tests/harness_zoo/zoo* 2>/dev/null | sha1sum | cut -c1-12)
 export TORCHINDUCTOR_CACHE_DIR ?= $(CURDIR)/build/inductor-$(OPS_HASH)
 
 .PHONY: setup build build-simple test-deps lint format test test-conformance test-simple test-copy tutorial \

@@ -14,7 +14,8 @@ docs/_generated/:
                            README.md, the tutorial toctree, the op schemas read
                            from the live registry, and the results pages of
                            docs/results/ (or a note that one is missing and
-                           which command produces it)
+                           which command produces it), the C++/CUDA or Triton
+                           page's included
 
 Nothing here is pasted: if a checkpoint, a schema or a results page changes,
 the next build shows the change. At `build-finished` it prints the site's
@@ -355,6 +356,29 @@ def _performance_headline() -> str:
     return "\n".join(lines)
 
 
+GPU_SCRIPT = "bash scripts/triton_gpu_run.sh on a GPU machine"
+
+
+def _cpp_or_triton_fragment() -> str:
+    """The head of docs/results/cpp_or_triton.md: its title and stamp, then
+    its summary (the full tables stay in the file), titles a level down."""
+    path = os.path.join(RESULTS, "cpp_or_triton.md")
+    if not os.path.exists(path):
+        return _missing("The side-by-side measurements", path, GPU_SCRIPT)
+    return (
+        f"```{{include}} {_from_srcdir(path)}\n:heading-offset: 1\n"
+        ":end-before: '## Contiguous tensors'\n```\n"
+    )
+
+
+def _conformance_triton_fragment() -> str:
+    """The head of docs/results/conformance-triton-gpu.md: the run and its counts."""
+    path = os.path.join(RESULTS, "conformance-triton-gpu.md")
+    if not os.path.exists(path):
+        return _missing("The Triton ops' harness results", path, GPU_SCRIPT)
+    return f"```{{include}} {_from_srcdir(path)}\n:end-before: '| test file |'\n```\n"
+
+
 def _docnames_in(pieces: dict[str, str]) -> list[str]:
     return re.findall(r"^/_generated/results/(\S+)$", "\n".join(pieces.values()), re.M)
 
@@ -374,6 +398,8 @@ def generate(app: Sphinx) -> None:
         "conformance.md": _conformance_fragment(),
         "performance.md": _performance_fragment(),
         "performance_headline.md": _performance_headline(),
+        "cpp_or_triton.md": _cpp_or_triton_fragment(),
+        "conformance_triton.md": _conformance_triton_fragment(),
     }
     written = set()
     results = os.path.join(GENERATED, "results")

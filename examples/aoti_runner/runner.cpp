@@ -11,7 +11,9 @@
 // first: here the same extension_cpp/_C.abi3.so that Python imports. Its
 // TORCH_LIBRARY blocks register the ops when it is loaded; its one Python
 // symbol (PyModule_Create2, used only by the module's PyInit function, which
-// nothing here calls) stays unresolved thanks to lazy binding.
+// nothing here calls) stays unresolved thanks to lazy binding. OPS_LIBRARY
+// "none" loads nothing: a package of Triton ops (export_model.py --ops
+// extension_triton) carries their kernels, compiled by AOTInductor.
 //
 // Prints the result's size, the largest difference from the eager result,
 // and whether a Python library is mapped into the process; exits non-zero if
@@ -60,7 +62,7 @@ int main(int argc, char** argv) {
               << " MODEL.pt2 OPS_LIBRARY INPUT.bin EXPECTED.bin ROWS COLS [cpu|cuda]\n";
     return 2;
   }
-  if (dlopen(argv[2], RTLD_LAZY | RTLD_GLOBAL) == nullptr) {
+  if (std::string(argv[2]) != "none" && dlopen(argv[2], RTLD_LAZY | RTLD_GLOBAL) == nullptr) {
     std::cerr << "cannot load the ops library: " << dlerror() << "\n";
     return 1;
   }

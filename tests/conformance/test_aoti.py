@@ -4,7 +4,9 @@ one package, run from Python and from a C++ program with no Python in it.
 examples/aoti_runner/export_model.py exports and compiles the model and
 checks the package against eager in Python; runner.cpp (built here with
 CMake against the installed torch's libtorch) loads our op library, runs the
-package and compares with the eager result the script saved.
+package and compares with the eager result the script saved. The same model
+built from the Triton side path's ops (tutorial/appendix/triton) needs no
+library of ops: AOTInductor compiles their kernels into the package.
 """
 
 import glob
@@ -16,7 +18,7 @@ import pytest
 import torch
 from child_process import run_python
 
-from .cases import classic_only, devices
+from .cases import classic_only, devices, requires_cuda
 
 # examples/aoti_runner/export_model.py builds its model from the classic
 # package's ops.
@@ -24,6 +26,7 @@ pytestmark = classic_only("examples/aoti_runner exports a model of the classic e
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(REPO, "examples", "aoti_runner")
+TRITON_PACKAGE = os.path.join(REPO, "tutorial", "appendix", "triton")
 
 
 def _cmake_args(build: str) -> list:
@@ -89,19 +92,16 @@ def _shared_cxx_runtime(tmp_path) -> dict:
     return {"LD_PRELOAD": sorted(loaded)[0]} if loaded else {}
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("device", devices())
-def test_aoti_package_runs_from_python_and_cpp(device, runner, tmp_path):
+def _export(tmp_path, device: str, *args: str, env=None) -> None:
     export = run_python(
-        [os.path.join(EXAMPLE, "export_model.py"), str(tmp_path), "--device", device],
-        env=_shared_cxx_runtime(tmp_path),
+        [os.path.join(EXAMPLE, "export_model.py"), str(tmp_path), "--device", device, *args],
+        env={**_shared_cxx_runtime(tmp_path), **(env or {})},
     )
     assert export.returncode == 0, export.stdout + export.stderr
     assert "the package run from Python equals eager" in export.stdout
 
-    import extension_cpp
 
-    ops_library = extension_cpp._C.__file__
+def _run_from_cpp(runner: str, tmp_path, ops_library: str, device: str) -> None:
     # A bare environment: no PYTHONPATH, no virtualenv, nothing of Python's.
     run = subprocess.run(
         [
@@ -122,3 +122,20 @@ def test_aoti_package_runs_from_python_and_cpp(device, runner, tmp_path):
     print(f"C++ runner ({device}):\n{run.stdout}")  # shown with pytest -s
     assert "output size: 8" in run.stdout
     assert "python in process: no" in run.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("device", devices())
+def test_aoti_package_runs_from_python_and_cpp(device, runner, tmp_path):
+    _export(tmp_path, device)
+    import extension_cpp
+
+    _run_from_cpp(runner, tmp_path, extension_cpp._C.__file__, device)
+
+
+@pytest.mark.slow
+@requires_cuda
+def test_aoti_package_of_triton_ops_runs_from_cpp_with_no_ops_library(runner, tmp_path):
+    pytest.importorskip("triton")
+    _export(tmp_path, "cuda", "--ops", "extension_triton", env={"PYTHONPATH": TRITON_PACKAGE})
+    _run_from_cpp(runner, tmp_path, "none", "cuda")

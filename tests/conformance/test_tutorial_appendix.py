@@ -1,31 +1,41 @@
-"""The tutorial's side paths: a JIT build, pybind11, and autograd.Function vs register_autograd.
+"""The tutorial's side paths: a JIT build, pybind11, autograd.Function vs
+register_autograd, and the ops in Triton.
 
 Each test builds (or imports) the appendix code from tutorial/appendix and
 shows concretely what the reader is told: the JIT build works without a
 setup.py; torch.compile cannot trace a pybind11 function but traces the
 TORCH_LIBRARY op; the op whose backward lives only in an autograd.Function
-wrapper fails the checks that the registered op passes.
+wrapper fails the checks that the registered op passes; the Triton ops speak
+the C++ ops' words, refuse the CPU, ship as one pure-Python wheel, and pass
+the harness's results check on every layout in Triton's interpreter
+(tests/conformance/test_triton.py runs every check on a GPU).
 """
 
+import importlib
 import importlib.util
 import os
+import re
+import shutil
 import subprocess
 import sys
 import warnings
+import zipfile
 from pathlib import Path
 
 import pytest
 import torch
+from child_process import run_python
 from torch.autograd.gradcheck import GradcheckError
 from torch.testing._internal.optests import OpCheckError
 
-from .cases import classic_only
+from .cases import classic_only, testing
 
 pytestmark = classic_only(
     "the tutorial does not depend on the build under test; the classic run covers it"
 )
 
-APPENDIX = Path(__file__).resolve().parents[2] / "tutorial" / "appendix"
+REPO = Path(__file__).resolve().parents[2]
+APPENDIX = REPO / "tutorial" / "appendix"
 
 
 def _load(path: Path, name: str):
@@ -144,3 +154,95 @@ def test_autograd_function_wrapper_lacks_what_opcheck_needs(autograd_variants):
         )
         with pytest.raises(GradcheckError, match="Jacobian mismatch"):
             torch.autograd.gradcheck(op, _inputs())
+
+
+# Triton: the same ops through torch.library.triton_op (tests/conformance/test_triton.py
+# runs the harness on them, on a GPU).
+
+
+@pytest.fixture(scope="session")
+def extension_triton():
+    pytest.importorskip("triton")
+    sys.path.insert(0, str(APPENDIX / "triton"))
+    return importlib.import_module("extension_triton")
+
+
+def test_triton_words_are_the_cpp_words(extension_triton):
+    import extension_cpp
+
+    words = extension_triton._checks.MESSAGES
+    shared = {key: text for key, text in words.items() if key != "cuda"}
+    assert shared == {key: extension_cpp._C.MESSAGES[key] for key in shared}
+
+
+def test_triton_package_is_one_pure_python_wheel(tmp_path):
+    """What a user ships: one wheel for every Python and torch, nothing compiled."""
+    source = tmp_path / "source"  # built outside the source tree
+    shutil.copytree(APPENDIX / "triton", source, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+         "-w", str(tmp_path / "dist"), str(source)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    (wheel,) = (tmp_path / "dist").iterdir()
+    assert wheel.name == "extension_triton-0.1.0-py3-none-any.whl"
+    files = zipfile.ZipFile(wheel).namelist()
+    assert "extension_triton/kernels.py" in files
+    assert not [f for f in files if f.endswith((".so", ".pyd", ".dll"))], files
+
+
+@pytest.mark.parametrize("mode", ["eager", "compiled"])
+def test_triton_ops_refuse_cpu_tensors(extension_triton, mode):
+    if extension_triton.ops.INTERPRETED:
+        pytest.skip("Triton's interpreter runs the kernels on CPU tensors")
+    fn = extension_triton.mymul
+    if mode == "compiled":
+        torch._dynamo.reset()
+        fn = torch.compile(fn, fullgraph=True)
+    expected = "mymul: expected a to be on a CUDA device (the Triton kernels run on GPUs only)"
+    with pytest.raises(RuntimeError, match=re.escape(f"{expected}, got cpu")):
+        fn(torch.randn(3), torch.randn(3))
+
+
+# The harness cases of test_triton.py that the interpreter runs in a few
+# seconds: results and output strides on every layout in float32, results in
+# float16 and float64 on one layout of the tiled kernel, and the vmap rules. The interpreter
+# computes in NumPy, so not the -specials cases (NumPy's warnings on NaN and
+# infinities are errors here) nor bfloat16 (the interpreter rounds float32 to
+# bfloat16 toward zero; a GPU, like the reference, rounds to nearest).
+INTERPRETED_CHECKS = (
+    "(strides or vmap or results and (float32 or -mixed-b-first)) and not (specials or bfloat16)"
+)
+
+
+def _wrap_triton_takes_interpreted_kernels() -> bool:
+    """pytorch/pytorch#185597: before it, wrap_triton refused the interpreter's kernels."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    try:
+        torch.library.wrap_triton(InterpretedFunction(_wrap_triton_takes_interpreted_kernels))
+    except RuntimeError:
+        return False
+    return True
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("extension_triton")
+def test_triton_kernels_in_the_interpreter():
+    if not _wrap_triton_takes_interpreted_kernels():
+        pytest.skip(f"torch {torch.__version__}'s wrap_triton refuses the interpreter's kernels")
+    run = run_python(
+        [
+            "-m", "pytest", str(REPO / "tests" / "conformance" / "test_triton.py"),
+            "--rootdir", str(REPO), "-c", str(REPO / "pyproject.toml"),
+            "-p", "no:cacheprovider", "-q", "-k", INTERPRETED_CHECKS,
+        ],
+        env={"TRITON_INTERPRET": "1"},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    # Every case selected ran (none skipped), at least results and strides on
+    # every layout for each of the three ops.
+    summary = run.stdout.strip().splitlines()[-1]
+    assert "skipped" not in summary, summary
+    passed = int(re.search(r"(\d+) passed", summary).group(1))
+    assert passed >= 3 * 2 * len(testing.LAYOUTS), summary

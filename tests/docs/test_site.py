@@ -137,6 +137,7 @@ def test_expected_pages_exist(site: str) -> None:
         "autodiff.html",
         "aoti.html",
         "hardening.html",
+        "cpp_or_triton.html",
     }
     assert expected <= pages, f"missing pages: {sorted(expected - pages)}"
 
@@ -151,6 +152,7 @@ TOP_LEVEL = [
     "Check your own op in ten lines",
     "What the harness found in torchvision",
     "Classic or stable ABI?",
+    "C++/CUDA or Triton?",
     "Ship wheels for your package",
     "Deploy without Python: AOTInductor",
     "API reference",
@@ -363,6 +365,8 @@ def test_results_are_shown_where_they_exist(site: str) -> None:
         "conformance-stable.md": "conformance.html",
         "conformance-gpu.md": "conformance.html",
         "perf": "performance.html",
+        "cpp_or_triton.md": "cpp_or_triton.html",
+        "conformance-triton-gpu.md": "cpp_or_triton.html",
     }
     for name, page in pages.items():
         with open(os.path.join(site, page), encoding="utf-8") as f:
