@@ -638,7 +638,13 @@ def check_cuda_graph(spec: OpSpec, case: Case) -> None:
         )
     graph, result, error = _capture(spec, args)
     if error is not None:
-        raise Failed(f"capture failed: {_first_lines(error)}")
+        raise Failed(
+            f"capture failed: {_first_lines(error)}",
+            fix="a call inside the op is not allowed while a stream is captured: a device or "
+            "stream synchronize (cudaDeviceSynchronize), a copy to the host, or a launch on the "
+            "legacy default stream instead of the current one; remove it, or declare "
+            "OpSpec(capturable=False) if the op must sync",
+        )
     fresh = _fresh_args(spec, case)  # new inputs from samples(), in the captured memory
     for i in spec.tensor_positions(args):
         args[i].copy_(fresh[i])

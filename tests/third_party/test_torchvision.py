@@ -99,6 +99,10 @@ KNOWN = {
         "deform_conv2d-cuda_graph-cuda-float32",
         "deform_conv2d-side_stream-cuda-float32",
     ),
+    **_known(
+        findings.ps_roi_align_cannot_be_captured_in_a_cuda_graph,
+        "ps_roi_align-cuda_graph-cuda-float32",
+    ),
 }
 
 

@@ -166,6 +166,28 @@ def deform_conv2d_does_not_run_on_the_current_stream():
 
 # [deform_conv2d-stream]
 
+
+# [ps_roi_align-capture]
+def ps_roi_align_cannot_be_captured_in_a_cuda_graph():
+    x = torch.rand(1, 2 * 2 * 2, 8, 8, device="cuda")  # 2 channels of 2 x 2 bins
+    rois = torch.tensor([[0.0, 0.0, 0.0, 7.0, 7.0]], device="cuda")
+    torchvision.ops.ps_roi_align(x, rois, output_size=2)  # warm up before capturing
+    torch.cuda.synchronize()
+    stream, graph = torch.cuda.current_stream(), torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            torchvision.ops.ps_roi_align(x, rois, output_size=2)
+        error = None
+    except RuntimeError as e:  # the CUDA kernel ends with cudaDeviceSynchronize()
+        error = e
+        torch.cuda.set_stream(stream)  # a failed capture leaves its own stream current
+        with torch.cuda.graph(torch.cuda.CUDAGraph()):
+            pass  # a whole capture of nothing, so the CUDA RNG is no longer capturing
+    assert error is None, f"capture failed: {error}"
+
+
+# [ps_roi_align-capture]
+
 # Every reproducer, in the page's order.
 FINDINGS = [
     ps_roi_pool_leaves_out_the_last_row_and_column,
@@ -176,11 +198,13 @@ FINDINGS = [
     deform_conv2d_fake_kernel_accepts_integer_input,
     nms_fake_kernel_accepts_boxes_and_scores_on_two_devices,
     deform_conv2d_does_not_run_on_the_current_stream,
+    ps_roi_align_cannot_be_captured_in_a_cuda_graph,
 ]
 # The reproducers that need a GPU.
 NEEDS_CUDA = {
     nms_fake_kernel_accepts_boxes_and_scores_on_two_devices,
     deform_conv2d_does_not_run_on_the_current_stream,
+    ps_roi_align_cannot_be_captured_in_a_cuda_graph,
 }
 # The torchvision release that fixed a finding (make matrix runs a newer one
 # than make test's).
