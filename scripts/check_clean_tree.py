@@ -18,6 +18,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -53,9 +54,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"note: {len(before)} path(s) already differ from HEAD; only new changes count")
     for command in args.commands:
         print(f"==> {command}", flush=True)
+        start = time.monotonic()
         result = subprocess.run(command, shell=True, cwd=args.root)
+        seconds = f"{time.monotonic() - start:.0f} s"
         if result.returncode != 0:
-            print(f"{command!r} failed with exit status {result.returncode}")
+            print(f"{command!r} failed with exit status {result.returncode} after {seconds}")
             return result.returncode
         after = snapshot(args.root)
         changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
@@ -63,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{command!r} changed what git tracks (or left new files it does not ignore):")
             print("\n".join(f"  {p}" for p in changed))
             return 1
-        print(f"==> {command}: the tree is as it was", flush=True)
+        print(f"==> {command}: passed in {seconds}; the tree is as it was", flush=True)
     return 0
 
 
