@@ -54,88 +54,82 @@ class _RecordCustomOps(TorchDispatchMode):
 class OpSpec:
     """An op and what it promises, for :func:`extension_cpp_testing.conformance_tests`.
 
-    Every declaration below defaults to the strictest reading, which suits an
-    elementwise op; relax one only where the op's contract says so, and write
-    the reason next to it.
+    Every declaration defaults to the strictest reading, which suits an
+    elementwise op; relax one only where the op's contract says so, with the
+    reason next to it.
 
     Args:
         op: an ``OpOverload`` (``torch.ops.ns.name.default``), its packet
             (``torch.ops.ns.name``), or a Python function that calls one with the
             same arguments (like ``extension_cpp.mymul``).
         reference: the same math in torch ops, called with the op's arguments
-            (without the out arguments of an out= op) and returning what the op
-            returns (or writes into out): one tensor, or a tuple of them (None
-            for an optional output that is absent). The output's sizes and
-            strides must equal the reference's; for the autodiff checks it must
-            be differentiable.
+            (less the out arguments of an out= op), returning what the op returns
+            (or writes into out): a tensor, or a tuple of them (None for an absent
+            optional output). The op's outputs must have its sizes and strides;
+            for the autodiff checks it must be differentiable.
         name: the name in test ids; by default the op's.
-        arity: how many tensor inputs the default samples make (any number).
+        arity: how many tensor inputs the default samples make.
         extra_args: arguments after the tensors, e.g. ``(1.25,)`` for a scale.
-        out: an out= op: its last argument (or its last ``out`` arguments, for an
+        out: an out= op: its last argument (or last ``out`` arguments, for an
             int) is written in place, and it returns None or those arguments
-            (``Tensor(a!) out -> Tensor(a!)``). Out arguments that the schema makes
-            keyword-only are passed by name. Its results are also checked with
-            each out in the layouts of ``OUT_LAYOUTS`` (non-contiguous,
-            transposed, channels_last) where its shape allows.
+            (``Tensor(a!) out -> Tensor(a!)``); keyword-only out arguments are
+            passed by name. Its results are also checked with each out in the
+            layouts of ``OUT_LAYOUTS`` where its shape allows.
         samples: replaces the default inputs: ``samples(layout, dtype, device, rows)``
-            returns the op's arguments; ``rows`` sizes the first dimension (the
+            returns the op's arguments, ``rows`` sizing the first dimension (the
             dynamic-shape and export checks vary it). Each call draws new values
-            in the same shapes (the CUDA graph check replays on a second draw),
-            so inputs that must hold valid indices stay valid: the harness never
-            refills an input with random values itself.
+            in the same shapes (the CUDA graph check replays on a second draw);
+            the harness never refills an input with random values, so valid
+            indices stay valid.
         layouts, dtypes, devices: what to run on. CUDA cases are always generated
-            and skip only without a GPU. Integer dtypes are fine (quantized ops):
-            the default samples, fresh inputs and bad inputs never use randn on them.
+            and skip without a GPU. Integer dtypes (quantized ops) are fine: the
+            harness's own inputs never use randn on them.
         exact: the result must equal the reference bit for bit (NaN payloads
-            aside): zero tolerance, the sign of every zero, and NaN where the
-            reference has NaN. The results check then also runs on inputs
-            holding -0.0, 0.0, infinities and NaN (its ``specials`` cases).
-            Integer outputs are always compared exactly.
-        rounded_once: the op promises to round its result once from the exact
-            value, not each intermediate: in float16 and bfloat16 it must then
-            equal the reference rounded to the dtype (``ROUNDED_ONCE``), where
-            ``TOLERANCES`` allow the one ulp of a result rounded twice.
+            aside), signs of zeros and NaNs included; the results check then also
+            runs on inputs holding -0.0, 0.0, infinities and NaN (its ``specials``
+            cases). Integer outputs are always compared exactly.
+        rounded_once: the op rounds its result once from the exact value, so in
+            float16 and bfloat16 it must equal the reference rounded to the dtype
+            (``ROUNDED_ONCE``), where ``TOLERANCES`` allow the one ulp of a double
+            rounding.
         tolerances: dtype -> ``dict(rtol=, atol=)`` where not exact.
         differentiable: run gradcheck, gradgradcheck and autodiff (default: unless
             ``out`` or no dtype is floating-point).
-        grad_args: the positions of the arguments those checks differentiate
-            (and opcheck's requires_grad cases mark); default every floating-point
-            tensor input. Leave out boxes, coordinates and other inputs that the
-            op does not differentiate.
+        grad_args: the positions of the arguments those checks differentiate (and
+            opcheck's requires_grad cases mark); default every floating-point
+            tensor input. Leave out boxes, coordinates and other inputs the op
+            does not differentiate.
         autodiff: the autodiff modes the op claims (keys of ``autodiff.MODES``).
         dynamic_output: an output's size depends on the input's values (``nms``,
-            ``nonzero``; its fake kernel uses
+            ``nonzero``; the fake kernel uses
             ``torch.library.get_ctx().new_dynamic_size()``). The fake, opcheck,
-            compile and export checks then accept an unbacked size, and the vmap
-            check does not apply.
-        dynamic_dims: which dimensions the ``export`` check marks dynamic, as
-            ``{argument position: {dimension: name}}``; dimensions with the same name
+            compile and export checks then accept an unbacked size; vmap does not
+            apply.
+        dynamic_dims: the dimensions the ``export`` check marks dynamic, as
+            ``{argument position: {dimension: name}}``; dimensions with one name
             vary together, and ``samples`` must size them alike for any ``rows``.
-            Default: dimension 0 of every tensor with one, all named "rows" (inputs
-            of one shape, as elementwise ops take). The ``dynamic`` check lets
-            torch.compile find which dimensions vary.
+            Default: dimension 0 of every tensor with one, all named "rows". The
+            ``dynamic`` check lets torch.compile find which dimensions vary.
         compare_storage: the strides check also compares each output's storage
-            offset and size with the reference's (default: with the default
-            samples); an op that returns a view of a larger buffer compares the
-            view only.
-        nondeterministic: the op's gradient may differ from run to run in its
-            last bits (a backward that sums with atomic adds, as many CUDA
-            kernels do): gradcheck and gradgradcheck then allow it
-            (``nondet_tol``) instead of failing as "not reentrant".
+            offset and size (default: with the default samples); for an op that
+            returns a view of a larger buffer, compare the view only.
+        nondeterministic: the op's gradient may differ between runs in its last
+            bits (a backward summing with atomic adds): gradcheck and gradgradcheck
+            allow it (``nondet_tol``) instead of failing as "not reentrant".
         capturable: the op can be captured in a CUDA graph. With False (an op that
-            synchronizes with the host), the ``cuda_graph`` check instead asserts
-            that capturing it fails with an error, and cleans up after it.
+            syncs with the host), the ``cuda_graph`` check asserts that capture
+            fails with an error, and cleans up after it.
         same_error_words: the fake kernel and compiled code raise the real
-            kernel's exact first line for bad input (default). With False they
-            must still raise an error, in their own words.
+            kernel's exact first line for bad input (default); with False, an
+            error in their own words.
         bad_inputs: the kinds of bad input to check (default: dtype, shape, device,
             and for out= ops out-overlap and out-internal-overlap).
-        huge: run the op once on inputs past 2^31 elements, expanded from one element
-            each (when EXTENSION_CPP_HUGE=1; elementwise ops with the default samples).
+        huge: run once on inputs past 2^31 elements, expanded from one element
+            each (with EXTENSION_CPP_HUGE=1; elementwise ops, default samples).
         checks: run only these checks (default: all).
-        skip: ``{check: reason}``: checks that do not apply to this op, each with the
-            reason, shown on its skipped cases (a test report lists them). Prefer
-            this to leaving a check out of ``checks``, which hides it.
+        skip: ``{check: reason}``: checks that do not apply, the reason shown on
+            their skipped cases. Prefer this to leaving a check out of
+            ``checks``, which hides it.
     """
 
     op: Callable
