@@ -277,6 +277,26 @@ def test_empty_out_with_a_zero_stride_is_accepted():
     torch.compile(pkg.myadd_out, backend="aot_eager", fullgraph=True)(f32(0, 3), f32(0, 3), out)
 
 
+def test_out_with_a_zero_stride_over_one_element_is_accepted():
+    """A size-1 dimension steps nowhere, whatever its stride: no overlap."""
+    a, b = f32(1, 3), f32(1, 3)
+    out = torch.empty(3).as_strided((1, 3), (0, 1))
+    pkg.myadd_out(a, b, out)
+    torch.testing.assert_close(out, a + b)
+    torch._dynamo.reset()
+    torch.compile(pkg.myadd_out, backend="aot_eager", fullgraph=True)(a, b, out)
+
+
+def test_64_dimensions_are_taken_and_65_refused():
+    """The rank limit is inclusive: 64 size-1 dimensions (which merge away) run."""
+    ok = f32(*[1] * 64)
+    torch.testing.assert_close(pkg.mymul(ok, ok), ok * ok)
+    bad = f32(*[1] * 65)
+    message = "mymul: tensors with more than 64 dimensions are not supported, got 65"
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        pkg.mymul(bad, bad)
+
+
 def test_none_beside_a_tensor_that_requires_grad_when_compiled():
     """The C++ autograd kernel lets the fake kernel's check name it."""
     torch._dynamo.reset()
