@@ -6,6 +6,7 @@ import re
 
 import pytest
 import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
 
 from .cases import HAS_CUDA, ops_ns, pkg, requires_cuda
 
@@ -94,6 +95,14 @@ def _cases():
             lambda: (f32(4, 3), f32(4, 3), f32(1, 3).expand(4, 3)),
             "myadd_out: expected out to have no internal overlap (each element its own memory "
             "location, unlike an expanded tensor), got strides [0, 1] for shape [4, 3]",
+        ),
+        (
+            # Rows of 3 elements 2 apart: each row's last element is the next one's first.
+            "out-overlapping-rows",
+            add_out,
+            lambda: (f32(2, 3), f32(2, 3), f32(5).as_strided((2, 3), (2, 1))),
+            "myadd_out: expected out to have no internal overlap (each element its own memory "
+            "location, unlike an expanded tensor), got strides [2, 1] for shape [2, 3]",
         ),
         (
             "out-partial-overlap",
@@ -200,6 +209,18 @@ def test_compiled_error_has_the_same_words(case):
     compiled = torch.compile(fn, backend="aot_eager", fullgraph=True)
     with pytest.raises(RuntimeError, match=re.escape(message)):
         compiled(*inputs())
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_fake_kernel_error_has_the_same_words(case):
+    """The fake kernel alone, as torch.export runs it: compiled code runs the
+    real kernel too, whose error would hide a fake kernel that lets the input
+    through."""
+    fn, inputs, message = CASES[case]
+    mode = FakeTensorMode()
+    args = [mode.from_tensor(t) if isinstance(t, torch.Tensor) else t for t in inputs()]
+    with mode, pytest.raises(RuntimeError, match=re.escape(message)):
+        fn(*args)
 
 
 @pytest.mark.parametrize("case", ["out-partial-overlap"])
