@@ -21,7 +21,7 @@ export PYTHONUNBUFFERED := 1
 OPS_HASH := $(shell cat extension_cpp/*.py stable/extension_cpp_stable/*.py csrc/*.h csrc/*.cpp csrc/*/* csrc/*/*/* tests/harness_zoo/zoo* 2>/dev/null | sha1sum | cut -c1-12)
 export TORCHINDUCTOR_CACHE_DIR ?= $(CURDIR)/build/inductor-$(OPS_HASH)
 
-.PHONY: setup build build-simple test-deps lint format test test-conformance test-simple tutorial \
+.PHONY: setup build build-simple test-deps lint format test test-conformance test-simple test-copy tutorial \
 	wheel matrix bench docs docs-deps test-docs clean fuzz sanitize test-huge compute-sanitizer mutate
 
 setup: $(STAMP)
@@ -73,6 +73,11 @@ test-simple: build-simple
 # two kernel sets share.
 SIMPLE_TESTS := $(addprefix $(C)/,test_harness.py test_kernel_paths.py test_layout_rule.py \
 	test_correctness.py test_errors.py test_properties.py test_limits.py test_cuda.py test_autograd.py)
+
+# test-copy: a copy made by scripts/copy_op.py, with an op added
+# (tests/add_an_op.py), builds and passes its own whole conformance suite.
+test-copy: build
+	EXTENSION_CPP_COPY_SUITE=full $(PY) -m pytest tests/test_copy_op.py -p no:cacheprovider
 
 lint: setup
 	$(VENV)/bin/ruff check .

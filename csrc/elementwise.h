@@ -51,6 +51,18 @@ struct AddOp {
   C10_HOST_DEVICE T operator()(T a, T b) const { return a + b; }
 };
 
+// A one-input functor f(x), as the two-input loops call it: they pass the
+// same element twice (the one-input elementwise_cpu and elementwise_cuda give
+// `a` as both inputs), and f sees it once.
+template <typename Op>
+struct OneInput {
+  Op op;
+  template <typename T>
+  C10_HOST_DEVICE T operator()(T x, T) const {
+    return op(x);
+  }
+};
+
 // ---------------------------------------------------------------------------
 // Strided layout of out, a and b after merging dimensions.
 //

@@ -73,15 +73,24 @@ void check_no_partial_overlap(const char* op, const at::Tensor& out, const char*
               format("partial_overlap", {{"op", op}, {"name", name}}));
 }
 
+void check_rank(const char* op, const at::Tensor& a) {
+  TORCH_CHECK(a.dim() <= kMaxInputDims, format("rank", {{"op", op},
+                                                        {"max", std::to_string(kMaxInputDims)},
+                                                        {"dim", std::to_string(a.dim())}}));
+}
+
 }  // namespace
+
+void check_input(const char* op, const at::Tensor& a) {
+  check_dtype(op, "a", a);
+  check_rank(op, a);
+}
 
 void check_inputs(const char* op, const at::Tensor& a, const at::Tensor& b) {
   check_dtype(op, "a", a);
   check_dtype(op, "b", b);
   check_same(op, "a", a, "b", b);
-  TORCH_CHECK(a.dim() <= kMaxInputDims, format("rank", {{"op", op},
-                                                        {"max", std::to_string(kMaxInputDims)},
-                                                        {"dim", std::to_string(a.dim())}}));
+  check_rank(op, a);
 }
 
 void check_out(const char* op, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {

@@ -13,6 +13,10 @@ namespace extension_cpp {
 // device and shape, in that order (the errors say what was received).
 void check_inputs(const char* op, const at::Tensor& a, const at::Tensor& b);
 
+// A one-input op: a must be a floating-point tensor (the first check of
+// check_inputs, in the same words).
+void check_input(const char* op, const at::Tensor& a);
+
 // myadd_out: a and b as above, and out like them, without internal overlap,
 // and either a or b itself or sharing no memory with them.
 void check_out(const char* op, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out);
@@ -24,5 +28,10 @@ at::DimVector output_strides(const at::Tensor& a, const at::Tensor& b);
 // where all three allow it (elementwise.h).
 BinaryLayout merged_layout(const char* op, const at::Tensor& out, const at::Tensor& a,
                            const at::Tensor& b);
+
+// A one-input op's layout: out and a, with a in both input places.
+inline BinaryLayout merged_layout(const char* op, const at::Tensor& out, const at::Tensor& a) {
+  return merged_layout(op, out, a, a);
+}
 
 }  // namespace extension_cpp

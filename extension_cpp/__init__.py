@@ -15,10 +15,10 @@ load_library()
 # The registrations need the library loaded first.
 from . import _autocast, _autograd, ops  # noqa: E402
 from ._dtensor_hook import register_when_dtensor_loads  # noqa: E402
-from .ops import myadd_out, mymul, mymuladd  # noqa: E402
+from .ops import *  # noqa: E402, F403  (the public functions, ops.__all__)
 
 _autograd.register()
 _autocast.register()
 register_when_dtensor_loads()  # DTensor sharding rules, once DTensor is imported
 
-__all__ = ["ops", "mymuladd", "mymul", "myadd_out"]
+__all__ = ["ops", *ops.__all__]

@@ -42,6 +42,11 @@ def check_same(op: str, x_name: str, x: torch.Tensor, y_name: str, y: torch.Tens
     )
 
 
+def check_input(op: str, a: torch.Tensor) -> None:
+    """A one-input op's check (csrc/ops.cpp's check_input)."""
+    check_dtype(op, "a", a)
+
+
 def check_inputs(op: str, a: torch.Tensor, b: torch.Tensor) -> None:
     check_dtype(op, "a", a)
     check_dtype(op, "b", b)

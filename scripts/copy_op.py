@@ -25,8 +25,10 @@ renamed copy and runs its conformance suite.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -37,11 +39,20 @@ FILES = [
     "setup.py",
     "build_options.py",
     "pyproject.toml",
+    ".clang-format",
+    "requirements",
     "csrc",
     "extension_cpp",
     "tests/conftest.py",
+    "tests/child_process.py",
     "tests/conformance",
+    # What the conformance suite runs: the AOTInductor C++ runner, and the
+    # wheel build and cross-Python check of test_wheel.py.
+    "examples/aoti_runner",
+    "scripts/matrix.py",
+    "scripts/installed_wheel_check.py",
 ]
+CPP_SUFFIXES = {".cpp", ".h", ".cu", ".cuh"}
 # Not copied: build outputs, and the tests of this repository's tutorial.
 SKIP = re.compile(r"(^|/)(__pycache__|build)(/|$)|\.so$|\.pyc$|_build_info\.py$|test_tutorial")
 
@@ -85,6 +96,19 @@ def copy(dest: Path, name: str, ops: dict[str, str]) -> list[Path]:
     return written
 
 
+def format_cpp(files: list[Path]) -> None:
+    """Reflows the renamed C++ and CUDA sources with clang-format, if it is
+    installed: a longer or shorter name moves line breaks."""
+    sources = [str(p) for p in files if p.suffix in CPP_SUFFIXES]
+    clang_format = shutil.which(
+        "clang-format", path=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
+    )
+    if clang_format is None:
+        print("clang-format not found: the renamed C++ sources are not reflowed")
+        return
+    subprocess.run([clang_format, "-i", *sources], check=True)
+
+
 def parse_op(value: str) -> tuple[str, str]:
     old, sep, new = value.partition("=")
     if not sep or not old.isidentifier() or not new.isidentifier():
@@ -105,6 +129,7 @@ def main() -> int:
     if args.dest.exists():
         parser.error(f"{args.dest} exists; pick a new folder")
     written = copy(args.dest, args.name, dict(args.op))
+    format_cpp(written)
     print(f"wrote {len(written)} files to {args.dest}")
     leftover = [
         p

@@ -1,10 +1,14 @@
-"""docs/copy_your_own_op.md, proven: copy the package with scripts/copy_op.py, rename, build, test.
+"""docs/copy_your_own_op.md, proven: copy the package with scripts/copy_op.py,
+rename, add an op, build, test.
 
 The copy is renamed as the page shows (package and namespace myproject,
-mymuladd -> fused_scale), built for the CPU only (MYPROJECT_CUDA=0) with the
-page's build command, and its own conformance suite (opcheck, gradcheck,
-torch.compile) must pass against torch.ops.myproject. The build goes to
---target build/pip, so nothing is installed into this environment.
+mymuladd -> fused_scale), gets the page's one-input op mysquare
+(tests/add_an_op.py: four product files), is built for the CPU only
+(MYPROJECT_CUDA=0) with the page's build command, and must pass its own
+conformance suite against torch.ops.myproject, and the harness on mysquare.
+`make test` runs the suite's opcheck, gradcheck and compile tests;
+`make test-copy` (EXTENSION_CPP_COPY_SUITE=full) runs all of it. The build
+goes to --target build/pip, so nothing is installed into this environment.
 """
 
 import importlib.metadata
@@ -19,6 +23,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
+import add_an_op  # noqa: E402  (tests/, on sys.path under pytest's rootdir conftest)
 import copy_op  # noqa: E402
 
 SUITE = [
@@ -29,6 +34,9 @@ SUITE = [
 # Of the harness's checks (extension_cpp_testing, re-exported as myproject.testing):
 # opcheck, gradcheck and gradgradcheck, torch.compile, as before the harness.
 SELECT = "not test_harness or opcheck or gradcheck or compile"
+FULL = os.environ.get("EXTENSION_CPP_COPY_SUITE") == "full"
+# The product files a one-input op touches (docs/copy_your_own_op.md).
+ADDED_OP_FILES = {"csrc/ops.cpp", "csrc/elementwise.h", "csrc/cpu/ops_cpu.cpp", "myproject/ops.py"}
 
 
 def test_names_match_whole_words_only():
@@ -56,6 +64,7 @@ def renamed_copy(tmp_path_factory):
         text=True,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert add_an_op.add(dest, "myproject") == ADDED_OP_FILES
     return dest
 
 
@@ -73,8 +82,9 @@ def test_copy_has_the_listed_files_and_no_old_name(renamed_copy):
             assert "mymuladd" not in text, path
 
 
-@pytest.mark.slow
-def test_renamed_copy_builds_and_passes_its_conformance_suite(renamed_copy):
+@pytest.fixture(scope="module")
+def built_copy(renamed_copy):
+    """The copy built with the page's command; returns the environment that imports it."""
     env = {**os.environ, "MYPROJECT_CUDA": "0", "PYTHONPATH": str(renamed_copy)}
     env.setdefault("MAX_JOBS", "2")
     build = subprocess.run(
@@ -86,6 +96,12 @@ def test_renamed_copy_builds_and_passes_its_conformance_suite(renamed_copy):
         text=True,
     )
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+    return env
+
+
+@pytest.mark.slow
+def test_renamed_copy_builds_and_passes_its_conformance_suite(renamed_copy, built_copy):
+    env = built_copy
     with pytest.raises(importlib.metadata.PackageNotFoundError):
         importlib.metadata.distribution("myproject")  # nothing installed here
 
@@ -99,13 +115,14 @@ def test_renamed_copy_builds_and_passes_its_conformance_suite(renamed_copy):
     assert probe.returncode == 0, probe.stderr
     assert "myproject.fused_scale" in probe.stdout
 
+    select = ["tests/conformance"] if FULL else ["-k", SELECT, *SUITE]
     suite = subprocess.run(
-        [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-k", SELECT, *SUITE],
+        [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", *select],
         cwd=renamed_copy,
         env=env,
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=3600 if FULL else 900,
     )
     assert suite.returncode == 0, suite.stdout[-5000:]
     for test in (
@@ -117,3 +134,33 @@ def test_renamed_copy_builds_and_passes_its_conformance_suite(renamed_copy):
         assert re.search(rf"{re.escape(test)}[^\]]*\] PASSED", suite.stdout), test
     passed = int(re.search(r"(\d+) passed", suite.stdout).group(1))
     assert passed >= 100, suite.stdout[-2000:]
+
+
+ADDED_OP_CHECK = """
+import torch, myproject
+from extension_cpp_testing import OpSpec, run_all
+
+a = torch.tensor([1.5, -2.0, 3.0])
+assert torch.equal(myproject.mysquare(a), a * a)
+spec = OpSpec(myproject.mysquare, reference=lambda a: a * a, arity=1)
+failures = run_all(spec)
+assert not failures, {check: [str(f) for f in fs] for check, fs in failures.items()}
+print("cases", len([c for c in spec.cases() if not c.skip_reason]))
+"""
+
+
+@pytest.mark.slow
+def test_added_op_passes_the_harness(renamed_copy, built_copy):
+    """mysquare, added to four product files, passes every check of the
+    harness that runs here (results, strides, fake, opcheck, gradcheck,
+    compile, export, errors) on every layout and dtype."""
+    run = subprocess.run(
+        [sys.executable, "-c", ADDED_OP_CHECK],
+        cwd=renamed_copy,
+        env=built_copy,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-5000:]
+    assert int(run.stdout.split()[-1]) >= 100, run.stdout

@@ -37,4 +37,11 @@ void elementwise_cpu(scalar_t* out, const scalar_t* a, const scalar_t* b, const 
   });
 }
 
+// One-input ops: out[i] = op(a[i]), through the loop above with a as both
+// inputs (OneInput, elementwise.h).
+template <typename scalar_t, typename Op>
+void elementwise_cpu(scalar_t* out, const scalar_t* a, const BinaryLayout& l, Op op) {
+  elementwise_cpu(out, a, a, l, OneInput<Op>{op});
+}
+
 }  // namespace extension_cpp::cpu

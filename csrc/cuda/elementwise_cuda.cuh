@@ -66,4 +66,11 @@ void elementwise_cuda(scalar_t* out, const scalar_t* a, const scalar_t* b, const
   }
 }
 
+// One-input ops: out[i] = op(a[i]), as elementwise_cpu's one-input form.
+template <typename scalar_t, typename Op>
+void elementwise_cuda(scalar_t* out, const scalar_t* a, const BinaryLayout& l, Op op,
+                      cudaStream_t stream) {
+  elementwise_cuda(out, a, a, l, OneInput<Op>{op}, stream);
+}
+
 }  // namespace extension_cpp::cuda
