@@ -110,6 +110,13 @@ def _cases():
             lambda: (f32(5), f32(4)),
             "myadd_out: out overlaps a in memory without being the same view of it",
         ),
+        (
+            # One element each: the smallest tensors the rule still applies to.
+            "out-partial-overlap-one-element",
+            overlapping_out,
+            lambda: (f32(2), f32(1)),
+            "myadd_out: out overlaps a in memory without being the same view of it",
+        ),
         # None reaches a Tensor argument as an undefined tensor (issue #13).
         (
             "none-a",
