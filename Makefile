@@ -23,7 +23,7 @@ OPS_HASH := $(shell cat extension_cpp/*.py stable/extension_cpp_stable/*.py tuto
 export TORCHINDUCTOR_CACHE_DIR ?= $(CURDIR)/build/inductor-$(OPS_HASH)
 
 .PHONY: setup build build-simple test-deps lint format test test-conformance test-simple test-copy tutorial \
-	wheel matrix bench docs docs-deps test-docs clean fuzz sanitize test-huge compute-sanitizer
+	wheel matrix bench docs docs-deps test-docs clean fuzz sanitize test-huge compute-sanitizer mutate
 
 setup: $(STAMP)
 
@@ -111,6 +111,13 @@ fuzz: build
 # sanitize: the CPU kernels under ASan + UBSan, and the CPU conformance suite.
 sanitize: setup
 	MAX_JOBS=$${MAX_JOBS:-2} PY=$(CURDIR)/$(PY) scripts/sanitize.sh
+
+# mutate: one-line bugs planted in copies of the Python and C++ sources
+# (scripts/mutate.py, tests/mutation/), each run against the tests that
+# cover it; it lists the mutants the tests let through. Everything happens
+# under build/mutate. MUTATE_ARGS passes options: --lang py, -k ops.py, ...
+mutate: build
+	$(PY) scripts/mutate.py $(MUTATE_ARGS)
 
 # test-huge: tensors past 2^31 elements (about 4.5 GiB per device).
 test-huge: build

@@ -6,6 +6,7 @@ import re
 
 import pytest
 import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
 
 from .cases import HAS_CUDA, ops_ns, pkg, requires_cuda
 
@@ -96,9 +97,24 @@ def _cases():
             "location, unlike an expanded tensor), got strides [0, 1] for shape [4, 3]",
         ),
         (
+            # Rows of 3 elements 2 apart: each row's last element is the next one's first.
+            "out-overlapping-rows",
+            add_out,
+            lambda: (f32(2, 3), f32(2, 3), f32(5).as_strided((2, 3), (2, 1))),
+            "myadd_out: expected out to have no internal overlap (each element its own memory "
+            "location, unlike an expanded tensor), got strides [2, 1] for shape [2, 3]",
+        ),
+        (
             "out-partial-overlap",
             overlapping_out,
             lambda: (f32(5), f32(4)),
+            "myadd_out: out overlaps a in memory without being the same view of it",
+        ),
+        (
+            # One element each: the smallest tensors the rule still applies to.
+            "out-partial-overlap-one-element",
+            overlapping_out,
+            lambda: (f32(2), f32(1)),
             "myadd_out: out overlaps a in memory without being the same view of it",
         ),
         # None reaches a Tensor argument as an undefined tensor (issue #13).
@@ -202,6 +218,18 @@ def test_compiled_error_has_the_same_words(case):
         compiled(*inputs())
 
 
+@pytest.mark.parametrize("case", CASES)
+def test_fake_kernel_error_has_the_same_words(case):
+    """The fake kernel alone, as torch.export runs it: compiled code runs the
+    real kernel too, whose error would hide a fake kernel that lets the input
+    through."""
+    fn, inputs, message = CASES[case]
+    mode = FakeTensorMode()
+    args = [mode.from_tensor(t) if isinstance(t, torch.Tensor) else t for t in inputs()]
+    with mode, pytest.raises(RuntimeError, match=re.escape(message)):
+        fn(*args)
+
+
 @pytest.mark.parametrize("case", ["out-partial-overlap"])
 def test_partial_overlap_leaves_memory_untouched(case):
     fn, inputs, _ = CASES[case]
@@ -275,6 +303,26 @@ def test_empty_out_with_a_zero_stride_is_accepted():
     pkg.myadd_out(f32(0, 3), f32(0, 3), out)
     torch._dynamo.reset()
     torch.compile(pkg.myadd_out, backend="aot_eager", fullgraph=True)(f32(0, 3), f32(0, 3), out)
+
+
+def test_out_with_a_zero_stride_over_one_element_is_accepted():
+    """A size-1 dimension steps nowhere, whatever its stride: no overlap."""
+    a, b = f32(1, 3), f32(1, 3)
+    out = torch.empty(3).as_strided((1, 3), (0, 1))
+    pkg.myadd_out(a, b, out)
+    torch.testing.assert_close(out, a + b)
+    torch._dynamo.reset()
+    torch.compile(pkg.myadd_out, backend="aot_eager", fullgraph=True)(a, b, out)
+
+
+def test_64_dimensions_are_taken_and_65_refused():
+    """The rank limit is inclusive: 64 size-1 dimensions (which merge away) run."""
+    ok = f32(*[1] * 64)
+    torch.testing.assert_close(pkg.mymul(ok, ok), ok * ok)
+    bad = f32(*[1] * 65)
+    message = "mymul: tensors with more than 64 dimensions are not supported, got 65"
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        pkg.mymul(bad, bad)
 
 
 def test_none_beside_a_tensor_that_requires_grad_when_compiled():
