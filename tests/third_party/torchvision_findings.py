@@ -8,6 +8,8 @@ its markers) and test_torchvision.py runs each, expecting the assert to fail,
 so the page can't keep a finding that torchvision has fixed.
 """
 
+import contextlib
+
 import torch
 import torchvision
 from torch._subclasses.fake_tensor import FakeTensorMode
@@ -172,23 +174,37 @@ def ps_roi_align_cannot_be_captured_in_a_cuda_graph():
     x = torch.rand(1, 2 * 2 * 2, 8, 8, device="cuda")  # 2 channels of 2 x 2 bins
     rois = torch.tensor([[0.0, 0.0, 0.0, 7.0, 7.0]], device="cuda")
     torchvision.ops.ps_roi_align(x, rois, output_size=2)  # warm up before capturing
-    torch.cuda.synchronize()
-    stream, graph = torch.cuda.current_stream(), torch.cuda.CUDAGraph()
-    try:
-        with torch.cuda.graph(graph):
-            torchvision.ops.ps_roi_align(x, rois, output_size=2)
-        error = None
-    except Exception as e:  # noqa: BLE001  (torch.AcceleratorError: the kernel syncs the device)
-        error = e
-        torch.cuda.set_stream(stream)  # a failed capture leaves its own stream current
-        torch.cuda.synchronize()
-        graph.reset()
-        with torch.cuda.graph(torch.cuda.CUDAGraph()):
-            pass  # a whole capture of nothing, so the CUDA RNG is no longer capturing
+    error = capture_error(lambda: torchvision.ops.ps_roi_align(x, rois, output_size=2))
+    # The kernel ends with cudaDeviceSynchronize(), which a capture forbids.
     assert error is None, f"capture failed: {error}"
 
 
 # [ps_roi_align-capture]
+
+
+def capture_error(fn):
+    """The error that capturing fn() in a CUDA graph raises, or None. A failed
+    capture leaves its own stream current and the CUDA RNG capturing: both
+    are undone, so CUDA stays usable."""
+    torch.cuda.synchronize()
+    stream, graph = torch.cuda.current_stream(), torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            fn()
+        error = None
+    except Exception as e:  # noqa: BLE001  (torch.AcceleratorError, or the op's own)
+        error = e
+    torch.cuda.set_stream(stream)
+    for cleanup in (torch.cuda.synchronize, graph.reset, capture_nothing):
+        with contextlib.suppress(Exception):
+            cleanup()
+    return error
+
+
+def capture_nothing():
+    with torch.cuda.graph(torch.cuda.CUDAGraph()):
+        pass
+
 
 # Every reproducer, in the page's order.
 FINDINGS = [
