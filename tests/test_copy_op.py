@@ -6,8 +6,9 @@ mymuladd -> fused_scale), gets the page's one-input op mysquare
 (tests/add_an_op.py: four product files), is built for the CPU only
 (MYPROJECT_CUDA=0) with the page's build command, and must pass its own
 conformance suite against torch.ops.myproject, and the harness on mysquare.
-`make test` runs the suite's opcheck, gradcheck and compile tests;
-`make test-copy` (EXTENSION_CPP_COPY_SUITE=full) runs all of it. The build
+`make test-copy` (EXTENSION_CPP_COPY_SUITE=full, run by CI after
+`make test`) runs the copy's whole suite; without it, its opcheck, gradcheck
+and compile tests. The build
 goes to --target build/pip, so nothing is installed into this environment.
 """
 
