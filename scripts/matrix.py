@@ -672,6 +672,7 @@ def cmd_run(args) -> None:
             out=str(out),
             cuda=track["cuda"],
             archs=args.archs,
+            in_tree=False,  # a clean build against the track's torch
         )
         summary = cmd_build(ns)
         wheel = out / summary["wheel"]
