@@ -51,10 +51,17 @@ FILES = [
     "examples/aoti_runner",
     "scripts/matrix.py",
     "scripts/installed_wheel_check.py",
+    # The harness's source, which the wheel tests build and install beside
+    # the package's wheel. Copied as it is: it is another distribution.
+    "harness",
 ]
+KEEP_NAMES = ("harness/",)
 CPP_SUFFIXES = {".cpp", ".h", ".cu", ".cuh"}
-# Not copied: build outputs, and the tests of this repository's tutorial.
-SKIP = re.compile(r"(^|/)(__pycache__|build)(/|$)|\.so$|\.pyc$|_build_info\.py$|test_tutorial")
+# Not copied: build outputs, and the tests of this repository's tutorial and
+# its Triton side path.
+SKIP = re.compile(
+    r"(^|/)(__pycache__|build)(/|$)|\.so$|\.pyc$|_build_info\.py$|test_tutorial|test_triton"
+)
 
 
 def word(name: str) -> re.Pattern:
@@ -64,7 +71,9 @@ def word(name: str) -> re.Pattern:
 
 def renamer(name: str, ops: dict[str, str]):
     package = re.compile(rf"{word(PACKAGE).pattern}(?!{re.escape(HARNESS[len(PACKAGE) :])}\b)")
-    rules = [(package, name), (word(PACKAGE.upper()), name.upper())]
+    # The upper-case name also after a compiler's -D (-DEXTENSION_CPP_FAST_KERNELS).
+    upper = re.compile(rf"(?:(?<![A-Za-z])|(?<=-D)){re.escape(PACKAGE.upper())}(?![A-Za-z])")
+    rules = [(package, name), (upper, name.upper())]
     rules += [(word(old), new) for old, new in ops.items()]
 
     def rename(text: str) -> str:
@@ -86,8 +95,13 @@ def copy(dest: Path, name: str, ops: dict[str, str]) -> list[Path]:
             rel = path.relative_to(REPO).as_posix()
             if SKIP.search(rel):
                 continue
-            target = dest / rename(rel)
+            keep = rel.startswith(KEEP_NAMES)
+            target = dest / (rel if keep else rename(rel))
             target.parent.mkdir(parents=True, exist_ok=True)
+            if keep:
+                shutil.copyfile(path, target)
+                written.append(target)
+                continue
             try:
                 target.write_text(rename(path.read_text(encoding="utf-8")), encoding="utf-8")
             except UnicodeDecodeError:  # not text: copy as is
@@ -134,6 +148,7 @@ def main() -> int:
     leftover = [
         p
         for p in written
+        if not p.relative_to(args.dest).as_posix().startswith(KEEP_NAMES)
         if p.suffix != ".so" and PACKAGE in p.read_text(errors="ignore").replace(HARNESS, "")
     ]
     for path in leftover:

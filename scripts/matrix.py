@@ -242,6 +242,27 @@ def pip_install(python: Path, torch_version: str, args: list) -> None:
 # build
 
 
+def source_files(folder: str) -> list[str]:
+    """The files under folder (relative to the repository) that a clean build
+    copies: those git knows (tracked, or new and not ignored), or in a tree
+    that is not a git checkout (a copy made by scripts/copy_op.py), every
+    file but build outputs."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z", "--", folder],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    if listed.returncode == 0:
+        return [name for name in listed.stdout.split("\0") if name]
+    outputs = re.compile(r"(^|/)(build|dist|__pycache__|[^/]*\.egg-info)(/|$)|\.so$|\.pyc$")
+    return [
+        path.relative_to(REPO).as_posix()
+        for path in sorted((REPO / folder).rglob("*"))
+        if path.is_file() and not outputs.search(path.relative_to(REPO).as_posix())
+    ]
+
+
 def build_wheel(
     python: Path,
     out: Path,
@@ -254,16 +275,10 @@ def build_wheel(
     in the tree itself (in_tree), where it reuses the object files of the
     last build with the same settings (build_options.build_ext)."""
     out.mkdir(parents=True, exist_ok=True)
-    files = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
-        cwd=REPO,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.split("\0")
+    files = [] if in_tree else source_files(".")
     with tempfile.TemporaryDirectory(prefix="extension_cpp-build-") as tmp:
         src = REPO if in_tree else Path(tmp) / "src"
-        for name in filter(None, [] if in_tree else files):
+        for name in filter(None, files):
             if (REPO / name).is_file():
                 (src / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(REPO / name, src / name)
@@ -810,13 +825,7 @@ def harness_wheel(out: Path = CACHE / "dist" / "harness") -> Path:
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("extension_cpp_testing-*.whl"):
         old.unlink()
-    files = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard", "-z", "--", "harness"],
-        cwd=REPO,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.split("\0")
+    files = source_files("harness")
     with tempfile.TemporaryDirectory(prefix="extension_cpp_testing-build-") as tmp:
         for name in filter(None, files):
             if (REPO / name).is_file():

@@ -6,10 +6,9 @@ mymuladd -> fused_scale), gets the page's one-input op mysquare
 (tests/add_an_op.py: four product files), is built for the CPU only
 (MYPROJECT_CUDA=0) with the page's build command, and must pass its own
 conformance suite against torch.ops.myproject, and the harness on mysquare.
-`make test-copy` (EXTENSION_CPP_COPY_SUITE=full, run by CI after
-`make test`) runs the copy's whole suite; without it, its opcheck, gradcheck
-and compile tests. The build
-goes to --target build/pip, so nothing is installed into this environment.
+`make test-copy` (EXTENSION_CPP_COPY_SUITE=full) runs the copy's whole
+suite; without it, its opcheck, gradcheck and compile tests. The build goes
+to --target build/pip, so nothing is installed into this environment.
 """
 
 import importlib.metadata
@@ -44,12 +43,14 @@ def test_names_match_whole_words_only():
     rename = copy_op.renamer("myproject", {"mymul": "scale", "mymuladd": "fused_scale"})
     text = (
         'TORCH_LIBRARY(extension_cpp, m) m.def("mymuladd(Tensor a) -> Tensor"); mymul_cpu; '
-        "test_mymul[cpu]; EXTENSION_CPP_CUDA; mymuladd2; extension_cppx; mymuls; "
+        "test_mymul[cpu]; EXTENSION_CPP_CUDA; -DEXTENSION_CPP_FAST=1; "
+        "mymuladd2; extension_cppx; mymuls; "
         "extension_cpp_testing; extension_cpp_testingx; extension_cpp.testing"
     )
     assert rename(text) == (
         'TORCH_LIBRARY(myproject, m) m.def("fused_scale(Tensor a) -> Tensor"); scale_cpu; '
-        "test_scale[cpu]; MYPROJECT_CUDA; fused_scale2; extension_cppx; mymuls; "
+        "test_scale[cpu]; MYPROJECT_CUDA; -DMYPROJECT_FAST=1; "
+        "fused_scale2; extension_cppx; mymuls; "
         "extension_cpp_testing; myproject_testingx; myproject.testing"
     )
 
@@ -74,9 +75,10 @@ def test_copy_has_the_listed_files_and_no_old_name(renamed_copy):
         assert (renamed_copy / name).is_file(), name
     assert (renamed_copy / "tests/conformance/test_harness.py").is_file()
     assert (renamed_copy / "myproject/testing/__init__.py").is_file()
-    assert not list(renamed_copy.rglob("test_tutorial*")), "the tutorial's tests are not copied"
+    for tutorial_tests in ("test_tutorial*", "test_triton*"):
+        assert not list(renamed_copy.rglob(tutorial_tests)), "the tutorial's tests are not copied"
     for path in renamed_copy.rglob("*"):
-        if path.is_file():
+        if path.is_file() and not path.relative_to(renamed_copy).as_posix().startswith("harness/"):
             # The harness is a distribution of its own, which the copy requires.
             text = path.read_text().replace(copy_op.HARNESS, "")
             assert "extension_cpp" not in text, path
@@ -107,7 +109,11 @@ def test_renamed_copy_builds_and_passes_its_conformance_suite(renamed_copy, buil
         importlib.metadata.distribution("myproject")  # nothing installed here
 
     probe = subprocess.run(
-        [sys.executable, "-c", "import torch, myproject; print(torch.ops.myproject.fused_scale)"],
+        [
+            sys.executable,
+            "-c",
+            "import torch, myproject; print(torch.ops.myproject.fused_scale, myproject._C.KERNELS)",
+        ],
         cwd=renamed_copy,
         env=env,
         capture_output=True,
@@ -115,6 +121,9 @@ def test_renamed_copy_builds_and_passes_its_conformance_suite(renamed_copy, buil
     )
     assert probe.returncode == 0, probe.stderr
     assert "myproject.fused_scale" in probe.stdout
+    assert probe.stdout.split()[-1] == "fast", (
+        "the copy must build the fast kernels, as this one does"
+    )
 
     select = ["tests/conformance"] if FULL else ["-k", SELECT, *SUITE]
     suite = subprocess.run(
