@@ -158,8 +158,17 @@ PURELIB = "import sysconfig; print(sysconfig.get_paths()['purelib'])"  # site-pa
 
 
 def ask(python: Path, code: str) -> str:
-    """What `python -c code` prints, stripped."""
-    out = subprocess.run([str(python), "-c", code], check=True, capture_output=True, text=True)
+    """What `python -c code` prints, stripped. It runs from the temporary
+    directory: `-c` puts the working directory first on sys.path, and in the
+    repository root that is the source tree (and an editable build's
+    .egg-info), not what the venv installed."""
+    out = subprocess.run(
+        [str(python), "-c", code],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tempfile.gettempdir(),
+    )
     return out.stdout.strip()
 
 
