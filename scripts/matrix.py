@@ -533,6 +533,9 @@ def check_one_python(
         site = Path(ask(vpy, PURELIB))
         shared = ask(Path(sys.executable), PURELIB)
         (site / "_shared_torch.pth").write_text(shared + "\n")  # after the venv's own packages
+        # A new venv's own setuptools (Python 3.11 and older) would shadow the
+        # shared one, which torch's requirements need (setuptools>=77 in 2.14).
+        run([vpy, "-m", "pip", "uninstall", "-q", "-y", "setuptools"])
     else:
         result.update(fetch(python, torch_version, ["-r", TEST_REQUIREMENTS]))
         result.update(download_sizes(torch_version, result["python"]))
