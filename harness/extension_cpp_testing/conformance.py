@@ -8,6 +8,7 @@ that names the check, the case, and what to fix.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import warnings
 from typing import TYPE_CHECKING, Callable
@@ -51,7 +52,8 @@ class Check:
 def run_check(spec: OpSpec, case: Case) -> None:
     check = CHECKS[case.check]
     try:
-        check.run(spec, case)
+        with _current_stream_kept(case):
+            check.run(spec, case)
     except ConformanceFailure:
         raise
     except Failed as e:
@@ -60,6 +62,29 @@ def run_check(spec: OpSpec, case: Case) -> None:
     except Exception as e:  # noqa: BLE001  (reported as this check's failure)
         what = f"{type(e).__name__}: {_first_lines(e)}"
         raise ConformanceFailure(case.check, case.id, what, _fix_for(spec, case, e)) from e
+
+
+@contextlib.contextmanager
+def _current_stream_kept(case: Case):
+    """Fails a CUDA case that leaves another stream current than it found.
+    The stream is set back either way: every later case in the process would
+    run on it, and an op that launches on the legacy default stream would
+    then race with its own work there and fail checks that have nothing to do
+    with the cause."""
+    if case.device != "cuda":
+        yield
+        return
+    stream = torch.cuda.current_stream()
+    try:
+        yield
+    finally:
+        left = torch.cuda.current_stream()
+        torch.cuda.set_stream(stream)
+    if left != stream:
+        raise Failed(
+            f"the call left another CUDA stream current: {left}, not {stream}",
+            fix=STREAM_LEFT_CURRENT_FIX,
+        )
 
 
 # What to do when the op has no fake kernel at all, whichever check meets it.
@@ -75,6 +100,11 @@ DYNAMIC_OUTPUT_FIX = (
 INPUT_MODIFIED_FIX = (
     "write only the outputs (scratch space of the kernel's own), or mark the argument "
     "Tensor(a!) in the schema if changing it is the op's job"
+)
+STREAM_LEFT_CURRENT_FIX = (
+    "set a stream only for a scope (c10::cuda::CUDAStreamGuard in C++, a "
+    "`with torch.cuda.stream(...)` block in Python), so that the caller's stream is current "
+    "again when the op returns"
 )
 NO_BATCHING_RULE_FIX = (
     "register one (torch.library.register_vmap, or a FuncTorchBatched kernel in C++); "
@@ -583,12 +613,14 @@ def _capture(spec: OpSpec, args):
         return graph, result, None
     except Exception as e:  # noqa: BLE001  (the error is what is checked)
         error = e
-    torch.cuda.set_stream(stream)
     for cleanup in (torch.cuda.synchronize, graph.reset, _empty_capture):
         try:
             cleanup()
         except Exception:  # noqa: BLE001  (best effort: whatever is left is checked below)
             pass
+    # Last: the empty capture can fail as the op's did, and leave its stream
+    # current in turn.
+    torch.cuda.set_stream(stream)
     torch.cuda.synchronize()
     return None, None, error
 

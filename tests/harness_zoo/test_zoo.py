@@ -22,6 +22,7 @@ from extension_cpp_testing.conformance import (
     INPUT_MODIFIED_FIX,
     NO_BATCHING_RULE_FIX,
     NO_FAKE_KERNEL_FIX,
+    STREAM_LEFT_CURRENT_FIX,
 )
 
 from . import zoo as zoo_module
@@ -124,7 +125,11 @@ BUGS = {
     ),
 }
 # The fix shown where the finding calls for a more specific one than the check's.
-SPECIFIC_FIXES = {"no_vmap_mul": NO_BATCHING_RULE_FIX, "mutating_mul": INPUT_MODIFIED_FIX}
+SPECIFIC_FIXES = {
+    "no_vmap_mul": NO_BATCHING_RULE_FIX,
+    "mutating_mul": INPUT_MODIFIED_FIX,
+    "stream_leaking_mul": STREAM_LEFT_CURRENT_FIX,
+}
 # Past 2^31 elements (EXTENSION_CPP_HUGE=1: a 4 GiB float16 output).
 HUGE_BUGS = {"int_count_mul": ("an int element count that overflows", "huge", {"huge"})}
 # CUDA only.
@@ -134,7 +139,13 @@ CUDA_BUGS = {
         "side_stream",
         # Capturing a CUDA graph fails too: the launch leaves the captured stream.
         {"side_stream", "cuda_graph"},
-    )
+    ),
+    "stream_leaking_mul": (
+        "an op that makes another stream current and leaves it so",
+        "results",
+        # Each check that calls it outside a capture sees the stream it left.
+        {"results", "side_stream", "cuda_graph?"},
+    ),
 }
 # [bugs]
 
@@ -207,10 +218,11 @@ def test_harness_catches_an_int_element_count(zoo):
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-def test_harness_catches_the_legacy_default_stream():
-    """In a process of its own: a launch that breaks a CUDA graph capture must
-    not leave the GPU in a state that later tests would inherit."""
-    op_name = "default_stream_mul"
+@pytest.mark.parametrize("op_name", sorted(CUDA_BUGS))
+def test_harness_catches_a_cuda_stream_bug(op_name):
+    """In a process of its own: an op that breaks a CUDA graph capture or
+    leaves a stream current must not leave the GPU in a state that later
+    tests would inherit."""
     child = textwrap.dedent(
         f"""
         import json
@@ -278,12 +290,16 @@ def test_a_failed_capture_leaves_nothing_behind():
             "synced_declared": run_all(
                 dataclasses.replace(specs["synced_mul"], capturable=False), checks={"cuda_graph"}
             ),
+            "device_synced": run_all(specs["device_synced_mul"], checks={"cuda_graph"}),
             "after": run_all(
                 OpSpec(torch.ops.aten.mul.Tensor, reference=torch.mul, **cuda),
                 checks={"results", "cuda_graph", "side_stream", "gradcheck", "compile"},
             ),
         }
-        print(json.dumps({k: {c: str(fs[0]) for c, fs in v.items()} for k, v in found.items()}))
+        found = {k: {c: str(fs[0]) for c, fs in v.items()} for k, v in found.items()}
+        found["stream"] = str(torch.cuda.current_stream())
+        found["default"] = str(torch.cuda.default_stream())
+        print(json.dumps(found))
         """
     )
     proc = run_python(["-c", child], env={"PYTHONPATH": str(REPO)}, timeout=600)
@@ -297,7 +313,11 @@ def test_a_failed_capture_leaves_nothing_behind():
     )
     assert "synchronizes with the host" in found["synced"]["cuda_graph"]
     assert found["synced_declared"] == {}
+    assert "capture failed" in found["device_synced"]["cuda_graph"]
     assert found["after"] == {}
+    # Not the capture's stream: an op that launches on the legacy default
+    # stream would race with its own work there.
+    assert found["stream"] == found["default"]
 
 
 def test_generated_pytest_tests_name_check_case_and_fix(tmp_path):

@@ -221,6 +221,27 @@ def _register_synced_mul() -> None:
     synced_mul.register_fake(lambda a, b: _output(a, b))
 
 
+def _register_stream_ops() -> None:
+    """Two Python ops that misuse CUDA streams the way C++ kernels do."""
+
+    @torch.library.custom_op("harness_zoo::device_synced_mul", mutates_args=())
+    def device_synced_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        # Waits for the whole device, as a kernel ending in
+        # cudaDeviceSynchronize() does: no host copy, so torch's sync debug
+        # mode does not see it, and a capture fails inside the op.
+        torch.cuda.synchronize()
+        return torch.mul(a, b)
+
+    @torch.library.custom_op("harness_zoo::stream_leaking_mul", mutates_args=())
+    def stream_leaking_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        out = torch.mul(a, b)
+        torch.cuda.set_stream(torch.cuda.Stream())  # the bug: never set back
+        return out
+
+    for op in (device_synced_mul, stream_leaking_mul):
+        op.register_fake(lambda a, b: _output(a, b))
+
+
 def _specs() -> dict[str, OpSpec]:
     zoo = dict(dtypes=ZOO_DTYPES, layouts=ZOO_LAYOUTS, devices=("cpu",), exact=True)
     # register_autograd gives reverse mode only (torch.func needs setup_context
@@ -280,6 +301,8 @@ def _specs() -> dict[str, OpSpec]:
     )
     specs["default_stream_mul"] = OpSpec(ops.default_stream_mul.default, **cuda)
     specs["synced_mul"] = OpSpec(ops.synced_mul.default, **cuda)
+    specs["device_synced_mul"] = OpSpec(ops.device_synced_mul.default, **cuda)
+    specs["stream_leaking_mul"] = OpSpec(ops.stream_leaking_mul.default, **cuda)
     return specs
 
 
@@ -303,4 +326,5 @@ def load() -> dict[str, OpSpec]:
     )
     _register()
     _register_synced_mul()
+    _register_stream_ops()
     return _specs()

@@ -194,10 +194,10 @@ def capture_error(fn):
         error = None
     except Exception as e:  # noqa: BLE001  (torch.AcceleratorError, or the op's own)
         error = e
-    torch.cuda.set_stream(stream)
     for cleanup in (torch.cuda.synchronize, graph.reset, capture_nothing):
         with contextlib.suppress(Exception):
             cleanup()
+    torch.cuda.set_stream(stream)  # last: capture_nothing can fail and leave its stream current
     return error
 
 
