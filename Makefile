@@ -1,7 +1,8 @@
 # extension_cpp: every entry point a user or CI needs.
 #
-#   make tutorial   set up, build, and walk the tutorial checkpoints in order
-#   make test       set up, lint, build, and run every test (what CI runs)
+#   make tutorial   set up, build, walk the tutorial checkpoints in order, test them
+#   make test       set up, lint, build, and run every other test
+#   (CI runs both, and make sanitize: .ci/run)
 #
 # The environment lives in .venv (made from $(BASE_PYTHON)); the test build
 # compiles CUDA for one architecture (sm_90) to keep nvcc time down, while
@@ -141,7 +142,8 @@ test-deps: setup
 # Each run's junit XML goes to build/results/ (docs/results/README.md says how
 # one becomes the conformance page).
 test: lint build build-simple docs-deps test-deps
-	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests --ignore=tests/docs --ignore=tests/test_copy_op.py -p docs.pytest_machine --junitxml=build/results/conformance.xml
+	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests --ignore=tests/docs --ignore=tests/test_copy_op.py \
+		$(addprefix --ignore=,$(TUTORIAL_TESTS)) -p docs.pytest_machine --junitxml=build/results/conformance.xml
 	EXTENSION_CPP_HUGE=1 EXTENSION_CPP_BUILD=stable $(PY) -m pytest tests/conformance -p docs.pytest_machine \
 		--junitxml=build/results/conformance-stable.xml
 	$(call test_simple,$(SIMPLE_TESTS) -k "not capped and not compile and not dynamic and not export")
@@ -170,8 +172,13 @@ docs-deps:
 test-docs: docs docs-deps
 	$(PY) -m pytest tests/docs
 
+# The tutorial's own tests (each step adds what it teaches, the READMEs'
+# commands work as written, the side paths build) run here, after the walk
+# has built every checkpoint into the shared cache, rather than in make test.
+TUTORIAL_TESTS := $(addprefix $(C)/,test_tutorial.py test_tutorial_readmes.py test_tutorial_appendix.py)
 tutorial: build
 	$(PY) tutorial/walk.py
+	$(PY) -m pytest $(TUTORIAL_TESTS) -p no:cacheprovider
 
 # One cp39-abi3 wheel in dist/, CUDA kernels for setup.py's release list,
 # audited (abi3audit --strict, auditwheel), and the harness's py3-none-any
