@@ -67,6 +67,11 @@ inline constexpr Message kMessages[] = {
      "sample's result); vmap over out too, or use a + b"},
 };
 
+// The most dimensions an input may have ("rank" above): the layout code
+// (elementwise.h) keeps per-dimension arrays of this size on the stack. The
+// fake kernels read it from the built library too (_C.MAX_DIMS).
+inline constexpr int kMaxInputDims = 64;
+
 using Fields = std::initializer_list<std::pair<std::string_view, std::string_view>>;
 
 // kMessages[key] with each {field} replaced by its value.

@@ -21,6 +21,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "checks.h"
+
 namespace extension_cpp {
 
 // The type the math runs in: float for float16 and bfloat16 storage, the
@@ -75,9 +77,9 @@ struct OneInput {
 
 constexpr int kMaxDims = 25;  // as TensorIterator's OffsetCalculator
 
-// The most dimensions an input may have before merging (the layout code keeps
-// per-dimension arrays of this size on the stack).
-constexpr int kMaxInputDims = 64;
+// The most dimensions an input may have before merging: checks.h's limit,
+// which the ops check before any layout code runs.
+using checks::kMaxInputDims;
 
 struct BinaryLayout {
   int ndim = 0;

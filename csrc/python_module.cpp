@@ -4,9 +4,9 @@
 // Importing it loads this shared library, whose static initialisers run
 // TORCH_LIBRARY / TORCH_LIBRARY_IMPL (or their STABLE_ forms) and register
 // the ops with the dispatcher; everything is then reached through torch.ops.
-// The module itself holds two constants: MESSAGES, the words of every error
-// (checks.h), which the Python fake kernels raise in the same words, and
-// KERNELS, the kernel set this library was built with ("fast" or "simple",
+// The module itself holds three constants: MESSAGES, the words of every error
+// (checks.h), which the Python fake kernels raise in the same words, MAX_DIMS,
+// the rank limit they check (checks.h), and KERNELS, the kernel set this library was built with ("fast" or "simple",
 // EXTENSION_CPP_KERNELS in build_options.py). With no
 // pybind11 and only Py_LIMITED_API calls, one `cp39-abi3` build loads on
 // every CPython from 3.9 up.
@@ -67,7 +67,8 @@ extern "C" PyMODINIT_FUNC PyInit__C(void) {
     Py_DECREF(m);
     return nullptr;
   }
-  if (PyModule_AddStringConstant(m, "KERNELS", kKernels) != 0) {
+  if (PyModule_AddIntConstant(m, "MAX_DIMS", extension_cpp::checks::kMaxInputDims) != 0 ||
+      PyModule_AddStringConstant(m, "KERNELS", kKernels) != 0) {
     Py_DECREF(m);
     return nullptr;
   }

@@ -9,7 +9,7 @@ conformance suite asserts that an eager call and a compiled call fail alike.
 
 import torch
 
-from ._C import MESSAGES
+from ._C import MAX_DIMS, MESSAGES
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
@@ -42,15 +42,23 @@ def check_same(op: str, x_name: str, x: torch.Tensor, y_name: str, y: torch.Tens
     )
 
 
+def check_rank(op: str, a: torch.Tensor) -> None:
+    torch._check(
+        a.dim() <= MAX_DIMS, lambda: message("rank", op=op, max=MAX_DIMS, dim=a.dim())
+    )
+
+
 def check_input(op: str, a: torch.Tensor) -> None:
     """A one-input op's check (csrc/ops.cpp's check_input)."""
     check_dtype(op, "a", a)
+    check_rank(op, a)
 
 
 def check_inputs(op: str, a: torch.Tensor, b: torch.Tensor) -> None:
     check_dtype(op, "a", a)
     check_dtype(op, "b", b)
     check_same(op, "a", a, "b", b)
+    check_rank(op, a)
 
 
 def _provably_non_overlapping(t: torch.Tensor) -> bool:

@@ -174,6 +174,12 @@ def _cases():
             "mymul: expected a and b to be on the same device, got cpu and meta",
         ),
         (
+            "rank",
+            mul,
+            lambda: (f32(*[1] * 65), f32(*[1] * 65)),
+            "mymul: tensors with more than 64 dimensions are not supported, got 65",
+        ),
+        (
             "out-dtype-and-expanded",
             add_out,
             lambda: (f32(4, 3), f32(4, 3), torch.ones(1, 3, dtype=torch.float64).expand(4, 3)),
