@@ -5,11 +5,11 @@
 // TORCH_LIBRARY / TORCH_LIBRARY_IMPL (or their STABLE_ forms) and register
 // the ops with the dispatcher; everything is then reached through torch.ops.
 // The module itself holds three constants: MESSAGES, the words of every error
-// (checks.h), which the Python fake kernels raise in the same words, MAX_DIMS,
-// the rank limit they check (checks.h), and KERNELS, the kernel set this library was built with ("fast" or "simple",
-// EXTENSION_CPP_KERNELS in build_options.py). With no
-// pybind11 and only Py_LIMITED_API calls, one `cp39-abi3` build loads on
-// every CPython from 3.9 up.
+// (checks.h), which the Python fake kernels raise in the same words;
+// MAX_DIMS, the rank limit they check (checks.h); and KERNELS, the kernel set
+// this library was built with ("fast" or "simple", EXTENSION_CPP_KERNELS in
+// build_options.py). With no pybind11 and only Py_LIMITED_API calls, one
+// `cp39-abi3` build loads on every CPython from 3.9 up.
 //
 // Pin the limited API to CPython 3.9 here, the one file that includes
 // Python.h: recent torch's BuildExtension defines 3.10 for py_limited_api

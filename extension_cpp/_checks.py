@@ -43,9 +43,7 @@ def check_same(op: str, x_name: str, x: torch.Tensor, y_name: str, y: torch.Tens
 
 
 def check_rank(op: str, a: torch.Tensor) -> None:
-    torch._check(
-        a.dim() <= MAX_DIMS, lambda: message("rank", op=op, max=MAX_DIMS, dim=a.dim())
-    )
+    torch._check(a.dim() <= MAX_DIMS, lambda: message("rank", op=op, max=MAX_DIMS, dim=a.dim()))
 
 
 def check_input(op: str, a: torch.Tensor) -> None:
