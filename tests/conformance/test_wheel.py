@@ -40,8 +40,9 @@ pytestmark = [
 ]
 
 
-def matrix(*args):
-    subprocess.run([sys.executable, str(MATRIX), *map(str, args)], check=True)
+def matrix(*args, **env):
+    env = {**os.environ, **env}
+    subprocess.run([sys.executable, str(MATRIX), *map(str, args)], check=True, env=env)
 
 
 @pytest.fixture(scope="session")  # one build, however the tests are ordered
@@ -80,6 +81,10 @@ def test_installed_wheel_passes_conformance(wheel, tmp_path):
         "--json", result,
         "--shared-torch",
         "--select", SELECT,
+        # As a copy's own suite runs it (tests/test_copy_op.py): the source
+        # tree, with its editable build's .egg-info, on PYTHONPATH must not
+        # pass for the installed wheel.
+        PYTHONPATH=str(REPO),
     )  # fmt: skip
     got = json.loads(result.read_text())
     assert got["sha256"] == summary["sha256"]
