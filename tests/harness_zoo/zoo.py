@@ -226,11 +226,12 @@ def _register_stream_ops() -> None:
 
     @torch.library.custom_op("harness_zoo::device_synced_mul", mutates_args=())
     def device_synced_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        # Waits for the whole device, as a kernel ending in
+        out = torch.mul(a, b)
+        # Then waits for the whole device, as a kernel that ends in
         # cudaDeviceSynchronize() does: no host copy, so torch's sync debug
         # mode does not see it, and a capture fails inside the op.
         torch.cuda.synchronize()
-        return torch.mul(a, b)
+        return out
 
     @torch.library.custom_op("harness_zoo::stream_leaking_mul", mutates_args=())
     def stream_leaking_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
