@@ -100,3 +100,23 @@ def test_non_floating_input_under_autocast_is_the_usual_error():
     with torch.autocast("cpu", dtype=torch.bfloat16):
         with pytest.raises(RuntimeError, match="mymul: expected a to have a floating-point dtype"):
             pkg.mymul(a, b)
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [("a", "expected a to be a Tensor, got None"), ("b", "expected b to have a floating-point")],
+    ids=["none-a", "int64-b"],
+)
+@pytest.mark.parametrize(("device", "low"), _cases())
+@pytest.mark.parametrize("op_name", list(OPS))
+def test_bad_input_under_autocast_is_named(op_name, device, low, bad, message):
+    """The autocast kernel runs before the kernel's checks: it must leave a
+    bad input, in its place, for them to name."""
+    (a,) = _inputs(device, (torch.float32,))
+    b = a.to(torch.int64)
+    if bad == "a":
+        a, b = None, a
+    op = OPS[op_name]
+    args = (a, b, torch.empty(4, 5, device=device)) if op.out else (a, b, *op.args)
+    with torch.autocast(device, dtype=low), pytest.raises(RuntimeError, match=message):
+        op.function(*args)

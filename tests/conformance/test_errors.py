@@ -2,6 +2,7 @@
 received, with the same words in eager mode (the C++ checks) and under
 torch.compile (the fake kernels' checks)."""
 
+import importlib
 import re
 
 import pytest
@@ -28,6 +29,10 @@ def _cases():
 
     def overlapping_out(base, b):
         pkg.myadd_out(base[:-1], b, base[1:])
+        return base
+
+    def overlapping_out_b(a, base):
+        pkg.myadd_out(a, base[:-1], base[1:])
         return base
 
     cases = [
@@ -111,6 +116,12 @@ def _cases():
             "myadd_out: out overlaps a in memory without being the same view of it",
         ),
         (
+            "out-partial-overlap-b",
+            overlapping_out_b,
+            lambda: (f32(4), f32(5)),
+            "myadd_out: out overlaps b in memory without being the same view of it",
+        ),
+        (
             # One element each: the smallest tensors the rule still applies to.
             "out-partial-overlap-one-element",
             overlapping_out,
@@ -172,6 +183,12 @@ def _cases():
             mul,
             lambda: (f32(3), torch.ones(3, dtype=torch.float64, device="meta")),
             "mymul: expected a and b to be on the same device, got cpu and meta",
+        ),
+        (
+            "mymuladd-no-tensor",
+            muladd,
+            lambda: (None, None),
+            "mymuladd: expected a to be a Tensor, got None",
         ),
         (
             "rank",
@@ -329,6 +346,22 @@ def test_64_dimensions_are_taken_and_65_refused():
     message = "mymul: tensors with more than 64 dimensions are not supported, got 65"
     with pytest.raises(RuntimeError, match=re.escape(message)):
         pkg.mymul(bad, bad)
+    # The fake kernel draws the line at the same place (65: test_fake_kernel_error_*).
+    mode = FakeTensorMode()
+    with mode:
+        assert pkg.mymul(mode.from_tensor(ok), mode.from_tensor(ok)).dim() == 64
+
+
+def test_one_input_checks_say_the_kernels_words():
+    """The one-input form of the fake kernels' checks, which an op added as
+    docs/copy_your_own_op.md shows calls (tests/test_copy_op.py runs one)."""
+    checks = importlib.import_module(f"{pkg.__name__}._checks")
+    a = torch.ones(3, dtype=torch.int64)
+    with pytest.raises(RuntimeError, match=re.escape("myop: expected a to have a floating-point")):
+        checks.check_input("myop", a)
+    with pytest.raises(RuntimeError, match=re.escape("myop: tensors with more than 64 dim")):
+        checks.check_input("myop", f32(*[1] * 65))
+    checks.check_input("myop", f32(*[1] * 64))
 
 
 def test_none_beside_a_tensor_that_requires_grad_when_compiled():

@@ -9,4 +9,70 @@ EQUIVALENT: dict = {
         "TORCH_CHECK(true,",
     ): "on a CPU-only machine only a CPU/meta pair differs in device, and it dispatches to the "
     "fake kernel, which checks the device itself; the CUDA device-mismatch tests kill it",
+    # a * b and a * b + c are the same numbers with a and b swapped: one
+    # rounding of the same product (float multiplication commutes, and so does
+    # the fused multiply-add's), and each gradient is still paired with its
+    # own input. Errors differ by which name they give; the functions' None
+    # and dtype checks run before these calls.
+    (
+        "extension_cpp/ops.py",
+        "return _Product.apply(a, b, c)",
+        "return (_Product.apply(b, a, c))",
+    ): "mymuladd is symmetric in a and b (values, and each gradient follows its input)",
+    (
+        "extension_cpp/ops.py",
+        "return _Product.apply(a, b, None)",
+        "return (_Product.apply(b, a, None))",
+    ): "mymul is symmetric in a and b (values, and each gradient follows its input)",
+    (
+        "extension_cpp/ops.py",
+        "return _mymul(a, b) if c is None else _mymuladd(a, b, c)",
+        "return (_mymul(b, a)) if c is None else _mymuladd(a, b, c)",
+    ): "_Product.forward: a * b is b * a, bit for bit",
+    (
+        "extension_cpp/ops.py",
+        "return _mymul(a, b) if c is None else _mymuladd(a, b, c)",
+        "return _mymul(a, b) if c is None else (_mymuladd(b, a, c))",
+    ): "_Product.forward: a * b + c is b * a + c, bit for bit",
+    (
+        "extension_cpp/ops.py",
+        "terms = [mul(t, x) for t, x in ((ta, b), (tb, a)) if t is not None]",
+        "terms = [(mul(x, t)) for t, x in ((ta, b), (tb, a)) if t is not None]",
+    ): "the tangent's products commute",
+    (
+        "extension_cpp/ops.py",
+        "return _mymuladd(a, b, c), 0",
+        "return (_mymuladd(b, a, c)), 0",
+    ): "the batching rule's call: both inputs are already batched alike, and the op commutes",
+    (
+        "extension_cpp/ops.py",
+        "return _mymul(a, b), 0",
+        "return (_mymul(b, a)), 0",
+    ): "the batching rule's call: both inputs are already batched alike, and the op commutes",
+    (
+        "extension_cpp/ops.py",
+        "a, b = _batch_first(info, in_dims[:2], a, b)",
+        "a, b = _batch_first(info, in_dims[:(3)], a, b)",
+    ): "_batch_first pairs in_dims with the two tensors given; a third entry (c's) is never read",
+    (
+        "extension_cpp/_checks.py",
+        "if out.numel() == 0 or t.numel() == 0 or not torch._C._is_alias_of(out, t):",
+        "if out.numel() == 0 or t.numel() == 0 or not (torch._C._is_alias_of(t, out)):",
+    ): "sharing a storage is symmetric",
+    (
+        "extension_cpp/_autocast.py",
+        "return torch.promote_types(a.dtype, b.dtype)",
+        "return (torch.promote_types(b.dtype, a.dtype))",
+    ): "type promotion is symmetric",
+    (
+        "extension_cpp/_autocast.py",
+        "dtype = _widest(a, b)",
+        "dtype = (_widest(b, a))",
+    ): "type promotion is symmetric",
+    (
+        "extension_cpp/_autocast.py",
+        "if a is None or b is None or not (a.is_floating_point() and b.is_floating_point()):",
+        "if a is None or b is None or not ((a.is_floating_point() or b.is_floating_point())):",
+    ): "_cast touches floating-point inputs only, so a non-floating input still reaches the "
+    "kernel's dtype check unchanged, whichever dtype is chosen",
 }
