@@ -309,6 +309,7 @@ TORCH_LIBRARY(harness_zoo, m) {
   m.def("returning_fake_add_out(Tensor a, Tensor b, Tensor(a!) out) -> ()");
   // CUDA only (zoo_cuda.cu, built where there is a GPU).
   m.def("default_stream_mul(Tensor a, Tensor b) -> Tensor");
+  m.def("device_synced_mul(Tensor a, Tensor b) -> Tensor");
 }
 
 // The ops whose bug is not in the kernel share the correct one, under their own name.

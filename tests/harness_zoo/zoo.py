@@ -206,6 +206,7 @@ def _register() -> None:
         "default_stream_mul",
         lambda a, b: torch.empty_like(a, memory_format=torch.contiguous_format),
     )
+    _fake("device_synced_mul", lambda a, b: _output(a, b))
 
 
 def _register_synced_mul() -> None:
@@ -221,17 +222,9 @@ def _register_synced_mul() -> None:
     synced_mul.register_fake(lambda a, b: _output(a, b))
 
 
-def _register_stream_ops() -> None:
-    """Two Python ops that misuse CUDA streams the way C++ kernels do."""
-
-    @torch.library.custom_op("harness_zoo::device_synced_mul", mutates_args=())
-    def device_synced_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        out = torch.mul(a, b)
-        # Then waits for the whole device, as a kernel that ends in
-        # cudaDeviceSynchronize() does: no host copy, so torch's sync debug
-        # mode does not see it, and a capture fails inside the op.
-        torch.cuda.synchronize()
-        return out
+def _register_stream_leaking_mul() -> None:
+    """stream_leaking_mul: a Python op that makes another CUDA stream current
+    and leaves it so."""
 
     @torch.library.custom_op("harness_zoo::stream_leaking_mul", mutates_args=())
     def stream_leaking_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -239,8 +232,7 @@ def _register_stream_ops() -> None:
         torch.cuda.set_stream(torch.cuda.Stream())  # the bug: never set back
         return out
 
-    for op in (device_synced_mul, stream_leaking_mul):
-        op.register_fake(lambda a, b: _output(a, b))
+    stream_leaking_mul.register_fake(lambda a, b: _output(a, b))
 
 
 def _specs() -> dict[str, OpSpec]:
@@ -327,5 +319,5 @@ def load() -> dict[str, OpSpec]:
     )
     _register()
     _register_synced_mul()
-    _register_stream_ops()
+    _register_stream_leaking_mul()
     return _specs()

@@ -1,9 +1,15 @@
-// The harness zoo's one CUDA bug: a kernel launched with <<<grid, block>>>
-// and no stream, so it runs on the legacy default stream instead of the
-// caller's current stream (the upstream example did this for a year:
-// pytorch/pytorch#157363). On a side stream it races the work queued there,
-// and under CUDA graph capture the launch is an error. Built by zoo.py only
-// where a GPU is present.
+// The harness zoo's CUDA bugs, built by zoo.py only where a GPU is present.
+//
+// default_stream_mul: a kernel launched with <<<grid, block>>> and no stream,
+// so it runs on the legacy default stream instead of the caller's current
+// stream (the upstream example did this for a year: pytorch/pytorch#157363).
+// On a side stream it races the work queued there, and under CUDA graph
+// capture the launch is an error.
+//
+// device_synced_mul: a correct multiply that then waits for the whole device
+// with cudaDeviceSynchronize(), as some kernels do to report their errors.
+// No copy to the host, so torch's sync debug mode does not see it, and a CUDA
+// graph capture fails inside the op.
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -44,8 +50,17 @@ at::Tensor default_stream_mul(const at::Tensor& a, const at::Tensor& b) {
   return out;
 }
 
+at::Tensor device_synced_mul(const at::Tensor& a, const at::Tensor& b) {
+  at::Tensor out = at::mul(a, b);
+  C10_CUDA_CHECK(cudaDeviceSynchronize());  // the bug
+  return out;
+}
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(harness_zoo, CUDA, m) { m.impl("default_stream_mul", &default_stream_mul); }
+TORCH_LIBRARY_IMPL(harness_zoo, CUDA, m) {
+  m.impl("default_stream_mul", &default_stream_mul);
+  m.impl("device_synced_mul", &device_synced_mul);
+}
 
 }  // namespace harness_zoo
