@@ -18,8 +18,10 @@
 #include <c10/core/ScalarType.h>
 #include <torch/library.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -179,6 +181,23 @@ at::Tensor zero_skip_mul(const at::Tensor& a, const at::Tensor& b) {
   return out;
 }
 
+// Bug: every finite, nonzero product one ulp too large (zeros, infinities
+// and NaN are right): well within any tolerance, but not the exact result
+// the op promises (OpSpec(exact=True)).
+at::Tensor ulp_off_mul(const at::Tensor& a, const at::Tensor& b) {
+  check_inputs("harness_zoo.ulp_off_mul", a, b);
+  at::Tensor out = empty_output(a, b);
+  for_each_element<int64_t>(out, a, b, [](auto x, auto y) {
+    const auto product = x * y;
+    using T = decltype(product);
+    if (!std::isfinite(product) || product == 0) {
+      return product;
+    }
+    return std::nextafter(product, std::numeric_limits<T>::infinity());
+  });
+  return out;
+}
+
 // The correct a*b + c: half types computed in float and rounded once.
 at::Tensor muladd(const at::Tensor& a, const at::Tensor& b, double c) {
   check_inputs("harness_zoo.muladd", a, b);
@@ -291,6 +310,7 @@ TORCH_LIBRARY(harness_zoo, m) {
   m.def("int_count_mul(Tensor a, Tensor b) -> Tensor");
   m.def("accumulated_mul(Tensor a, Tensor b) -> Tensor");
   m.def("zero_skip_mul(Tensor a, Tensor b) -> Tensor");
+  m.def("ulp_off_mul(Tensor a, Tensor b) -> Tensor");
   m.def("overlap_add_out(Tensor a, Tensor b, Tensor(a!) out) -> ()");
   m.def("unmarked_add_out(Tensor a, Tensor b, Tensor out) -> ()");
   m.def("muladd(Tensor a, Tensor b, float c) -> Tensor");
@@ -328,6 +348,7 @@ TORCH_LIBRARY_IMPL(harness_zoo, CPU, m) {
   m.impl("int_count_mul", &int_count_mul);
   m.impl("accumulated_mul", &accumulated_mul);
   m.impl("zero_skip_mul", &zero_skip_mul);
+  m.impl("ulp_off_mul", &ulp_off_mul);
   m.impl("add_out", &add_out);
   m.impl("overlap_add_out", &overlap_add_out);
   m.impl("unmarked_add_out", &unmarked_add_out);

@@ -98,6 +98,7 @@ FUNCTIONAL = (
     "int_count_mul",
     "accumulated_mul",
     "zero_skip_mul",
+    "ulp_off_mul",
     "float32_fake_mul",
     "int_size_fake_mul",
     "no_fake_mul",
@@ -110,7 +111,7 @@ FUNCTIONAL = (
 
 def _register() -> None:
     # Correct: mul, add_out, and every op whose bug is in its kernel or schema.
-    kernel_bugs = ("int_count_mul", "accumulated_mul", "zero_skip_mul")
+    kernel_bugs = ("int_count_mul", "accumulated_mul", "zero_skip_mul", "ulp_off_mul")
     for name in ("mul", "no_autograd_mul", "wrong_sign_mul", "no_vmap_mul", *kernel_bugs):
         _checked_fake(name)
     for name in ("mul", "fake_strides_mul", "unchecked_fake_mul", "no_vmap_mul", *kernel_bugs):
@@ -252,6 +253,7 @@ def _specs() -> dict[str, OpSpec]:
             "internal_assert_mul",
             "accumulated_mul",
             "zero_skip_mul",
+            "ulp_off_mul",
             "float32_fake_mul",
             "int_size_fake_mul",
             "no_fake_mul",
