@@ -6,7 +6,7 @@
 // launch on, so both bindings run it: the classic kernels (ops_cuda.cu) and
 // the stable-ABI ones (csrc/stable/ops_cuda.cu). Each passes PyTorch's
 // current stream on the inputs' device, never the legacy default stream,
-// which gives wrong results under CUDA graphs (pytorch/pytorch#157363).
+// which races work queued on other streams and breaks CUDA graph capture.
 // Built with the fast kernels (EXTENSION_CPP_KERNELS=fast, the default), the
 // tuned kernels of csrc/fast/cuda/ run instead wherever they can.
 #pragma once
