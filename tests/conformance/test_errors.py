@@ -275,6 +275,23 @@ def test_out_may_be_the_same_view_of_an_input_when_compiled():
     torch.testing.assert_close(a, expected)
 
 
+def test_size_one_dimensions_do_not_count_against_the_merge_limit():
+    """30 size-1 dimensions whose strides no neighbour continues: they step
+    nowhere, so the layout drops them instead of refusing 31 dimensions."""
+    n = 30
+    a = torch.randn(3).as_strided([1] * n + [3], [5 + i for i in range(n)] + [1])
+    assert torch.equal(pkg.mymul(a, a), a * a)
+
+
+def test_dimensions_that_merge_do_not_count_against_the_limit():
+    """26 dimensions of size 2 (past the limit of 25), all of which merge: the
+    output contiguous, the inputs expanded (stride 0 throughout)."""
+    a = torch.full((1,), 1.5, dtype=torch.float16).expand([2] * 26)
+    out = pkg.mymul(a, a)
+    assert out.is_contiguous()
+    assert bool((out == 2.25).all())
+
+
 def test_too_many_dimensions_is_a_clear_error():
     """26 dimensions that no two neighbours can merge (all strides 1)."""
     a = torch.randn(27).as_strided([2] * 26, [1] * 26)

@@ -126,7 +126,11 @@ CPP_TESTS = {
         C + "test_errors.py",
         PATHS,
     ],
-    "csrc/cpu/ops_cpu.cpp": [C + "test_correctness.py", C + "test_layout_rule.py"],
+    "csrc/cpu/ops_cpu.cpp": [
+        C + "test_errors.py",
+        C + "test_correctness.py",
+        C + "test_layout_rule.py",
+    ],
     "csrc/cpu/elementwise_cpu.h": [C + "test_correctness.py", PATHS],
     "csrc/fast/layout.h": [PATHS, C + "test_correctness.py"],
     "csrc/fast/cpu/elementwise.h": [PATHS, C + "test_correctness.py"],
