@@ -175,7 +175,7 @@ test-docs: docs docs-deps
 # The tutorial's own tests (each step adds what it teaches, the READMEs'
 # commands work as written, the side paths build) run here, after the walk
 # has built every checkpoint into the shared cache, rather than in make test.
-TUTORIAL_TESTS := $(addprefix $(C)/,test_tutorial.py test_tutorial_readmes.py test_tutorial_appendix.py)
+TUTORIAL_TESTS := $(addprefix tests/conformance/,test_tutorial.py test_tutorial_readmes.py test_tutorial_appendix.py)
 tutorial: build
 	$(PY) tutorial/walk.py
 	$(PY) -m pytest $(TUTORIAL_TESTS) -p no:cacheprovider
