@@ -13,6 +13,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TEST_CUDA_ARCHS ?= 9.0
+TEST_WORKERS ?= 2
+XDIST := -n $(TEST_WORKERS) --dist loadfile
 export PYTHONUNBUFFERED := 1
 # Inductor keeps compiled graphs between runs (by default in
 # /tmp/torchinductor_$USER), keyed on the graph but not on our fake kernels:
@@ -139,13 +141,17 @@ test-deps: setup
 
 # EXTENSION_CPP_HUGE=1: the tests past 2^31 elements (about 20 s and 4.6 GiB
 # on the CPU) run here; a bare pytest skips them.
+# TEST_WORKERS pytest-xdist workers run the two builds' suites, each test
+# file whole in one worker (--dist loadfile), so that a file's one build or
+# venv is made once; while one worker waits on a compiler or a subprocess,
+# the other runs tests. (The simple kernels' run is no faster that way.)
 # Each run's junit XML goes to build/results/ (docs/results/README.md says how
 # one becomes the conformance page).
 test: lint build build-simple docs-deps test-deps
-	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests --ignore=tests/docs --ignore=tests/test_copy_op.py \
+	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests $(XDIST) --ignore=tests/docs --ignore=tests/test_copy_op.py \
 		$(addprefix --ignore=,$(TUTORIAL_TESTS)) -p docs.pytest_machine --junitxml=build/results/conformance.xml
-	EXTENSION_CPP_HUGE=1 EXTENSION_CPP_BUILD=stable $(PY) -m pytest tests/conformance -p docs.pytest_machine \
-		--junitxml=build/results/conformance-stable.xml
+	EXTENSION_CPP_HUGE=1 EXTENSION_CPP_BUILD=stable $(PY) -m pytest tests/conformance $(XDIST) \
+		-p docs.pytest_machine --junitxml=build/results/conformance-stable.xml
 	$(call test_simple,$(SIMPLE_TESTS) -k "not capped and not compile and not dynamic and not export")
 	$(build_docs)
 	$(PY) -m pytest tests/docs
