@@ -346,7 +346,11 @@ def _check_fake_out(spec: OpSpec, args, real_result, fake_args, fake_result) -> 
         fake_kind = "None" if fake_result is None else f"a tensor ({_describe(fake_result)})"
     else:
         fake_outs = {id(fake_args[i]) for i in spec.out_positions(args)}
-        fake_kind = "out" if all(id(r) in fake_outs for r in outputs(fake_result)) else "other"
+        fake_kind = (
+            "out"
+            if all(id(r) in fake_outs for r in outputs(fake_result))
+            else "a tensor other than out"
+        )
     if fake_kind != real_kind:
         raise Failed(
             f"the fake kernel returns {fake_kind}; the real kernel returns {real_kind}",

@@ -530,3 +530,207 @@ def test_an_out_ops_fake_kernel_must_leave_out_as_the_kernel_does():
     )
     failures = run_all(spec)
     assert "the fake kernel left out as sizes [4773]" in failures["fake"][0].what
+
+
+# add_into_returning(a, b, out) -> out: its fake kernel returns a new tensor
+# where the kernel returns out (the schema's Tensor(a!)).
+_LIB.define("add_into_returning(Tensor a, Tensor b, Tensor(a!) out) -> Tensor(a!)")
+
+
+def _add_into_returning(a, b, out):
+    return torch.add(a, b, out=out)
+
+
+_LIB.impl("add_into_returning", _add_into_returning, "CompositeExplicitAutograd")
+
+
+@torch.library.register_fake("harness_spec::add_into_returning", lib=_LIB)
+def _(a, b, out):
+    return torch.empty_like(out)  # the bug
+
+
+def test_an_out_ops_fake_kernel_must_return_out_itself():
+    spec = OpSpec(
+        torch.ops.harness_spec.add_into_returning.default,
+        reference=torch.add,
+        out=True,
+        layouts=("contiguous",),
+        dtypes=(torch.float32,),
+        devices=("cpu",),
+        checks=("fake",),
+    )
+    failures = run_all(spec)
+    assert failures["fake"][0].what == (
+        "the fake kernel returns a tensor other than out; the real kernel returns out"
+    )
+
+
+# restriding_add(a, b, out): writes the sum into a new tensor of other strides
+# and makes out a view of it. The values read right; only out's layout shows it.
+_LIB.define("restriding_add(Tensor a, Tensor b, Tensor(a!) out) -> ()")
+
+
+def _restriding_add(a, b, out):
+    reverse = list(range(out.dim()))[::-1]
+    fresh = out.new_empty([out.shape[d] for d in reverse]).permute(reverse)  # column-major
+    torch.add(a, b, out=fresh)
+    out.set_(fresh)
+
+
+_LIB.impl("restriding_add", _restriding_add, "CompositeExplicitAutograd")
+
+
+@torch.library.register_fake("harness_spec::restriding_add", lib=_LIB)
+def _(a, b, out):
+    return None
+
+
+def test_an_out_op_that_replaces_out_fails_the_strides_check():
+    spec = OpSpec(
+        torch.ops.harness_spec.restriding_add.default,
+        reference=torch.add,
+        out=True,
+        layouts=("contiguous",),
+        dtypes=(torch.float32,),
+        devices=("cpu",),
+        checks=("results", "strides"),
+    )
+    failures = run_all(spec)
+    assert set(failures) == {"strides"}
+    assert failures["strides"][0].what.startswith("out was resized or replaced: sizes [37, 129]")
+
+
+# -- each output of the fake kernel ----------------------------------------------
+
+
+# halves(x): x's two halves, as a list; the fake kernel's list is one longer.
+@torch.library.custom_op("harness_spec::halves", mutates_args=())
+def halves(x: Tensor) -> list[Tensor]:
+    return [x[: x.shape[0] // 2].clone(), x[x.shape[0] // 2 :].clone()]
+
+
+@halves.register_fake
+def _(x):
+    n = x.shape[0] // 2
+    return [x.new_empty(n), x.new_empty(x.shape[0] - n), x.new_empty(0)]  # the bug
+
+
+# amin_mean(x): (min, mean) of the columns; the fake kernel gives None for the mean.
+_LIB.define("amin_mean(Tensor x) -> (Tensor, Tensor?)")
+
+
+def _amin_mean(x):
+    return x.amin(dim=0), x.mean(dim=0)
+
+
+_LIB.impl("amin_mean", _amin_mean, "CompositeExplicitAutograd")
+
+
+@torch.library.register_fake("harness_spec::amin_mean", lib=_LIB)
+def _(x):
+    return x.new_empty(x.shape[1:]), None  # the bug
+
+
+def _fake_only(op, reference, **kw):
+    return OpSpec(
+        op,
+        reference=reference,
+        arity=1,
+        layouts=("contiguous", "transposed"),
+        dtypes=(torch.float32,),
+        devices=("cpu",),
+        differentiable=False,
+        checks=("fake",),
+        bad_inputs=(),
+        **kw,
+    )
+
+
+def test_the_fake_check_compares_the_number_of_outputs():
+    spec = _fake_only(
+        torch.ops.harness_spec.halves.default,
+        lambda x: [x[: x.shape[0] // 2], x[x.shape[0] // 2 :]],
+        samples=_vector,
+    )
+    failures = run_all(spec)
+    assert failures["fake"][0].what == "fake kernel returns 3 outputs; the real kernel 2"
+
+
+def test_the_fake_check_names_the_output_that_differs(zoo):
+    failures = run_all(_fake_only(torch.ops.harness_spec.amin_mean.default, _amin_mean))
+    assert failures["fake"][0].what.startswith("output 1: fake kernel gives None; the real sizes")
+    # One output: no number.
+    failures = run_all(zoo["float32_fake_mul"], checks={"fake"})
+    assert failures["fake"][0].what.startswith("fake kernel gives sizes")
+
+
+# shifted(x): the positive elements of x twice, as rows 1 and 2 of a 3-row
+# buffer: sizes, strides and storage offset that only the data knows.
+@torch.library.custom_op("harness_spec::shifted", mutates_args=())
+def shifted(x: Tensor) -> Tensor:
+    positive = x[x > 0]
+    buffer = x.new_empty(3, positive.numel())
+    buffer[1:] = positive
+    return buffer[1:]
+
+
+@shifted.register_fake
+def _(x):
+    return x.new_empty(3, torch.library.get_ctx().new_dynamic_size())[1:]
+
+
+def test_dynamic_output_strides_and_offsets_are_data_dependent_too():
+    spec = _fake_only(
+        torch.ops.harness_spec.shifted.default,
+        lambda x: torch.stack([x[x > 0]] * 2),
+        dynamic_output=True,
+    )
+    assert run_all(spec) == {}
+
+
+# -- the values check ------------------------------------------------------------
+
+
+def test_assert_same_values_defaults_to_no_tolerance():
+    with pytest.raises(AssertionError):
+        assert_same_values(torch.tensor([1.5]), torch.tensor([1.0]), exact=False)
+
+
+def test_the_tolerance_is_relative_to_the_reference():
+    """|got - want| <= atol + rtol * |want|: 1.5 is 0.5 off 1.0, more than 0.4
+    of the reference, though not of itself."""
+    with pytest.raises(AssertionError):
+        assert_same_values(torch.tensor([1.5]), torch.tensor([1.0]), exact=False, rtol=0.4)
+    assert_same_values(torch.tensor([1.0]), torch.tensor([1.5]), exact=False, rtol=0.4)
+
+
+def test_the_sign_of_zero_counts_where_exact_only():
+    got, want = torch.tensor([-0.0, 0.0, 1.0]), torch.tensor([0.0, 0.0, 1.0])
+    assert_same_values(got, want, exact=False, **TOLERANCES[torch.float32])
+    with pytest.raises(AssertionError, match=r"^1 zero\(s\) of the wrong sign, e\.g\. -0\.0 where"):
+        assert_same_values(got, want, exact=True)
+    # The example is the first zero of the wrong sign.
+    with pytest.raises(
+        AssertionError, match=r"^2 zero\(s\) .* e\.g\. 0\.0 where the reference has -0\.0$"
+    ):
+        assert_same_values(torch.tensor([0.0, -0.0]), torch.tensor([-0.0, 0.0]), exact=True)
+
+
+def test_a_missing_output_is_the_results_checks_finding():
+    """minmax without its mean, against a reference that returns one: the
+    results check reports output 2; the strides check has nothing to compare."""
+    spec = OpSpec(
+        torch.ops.harness_spec.minmax.default,
+        reference=lambda x, with_mean: _minmax(x, True),
+        arity=1,
+        extra_args=(False,),
+        layouts=("contiguous",),
+        dtypes=(torch.float32,),
+        devices=("cpu",),
+        differentiable=False,
+        checks=("results", "strides"),
+        bad_inputs=(),
+    )
+    failures = run_all(spec)
+    assert set(failures) == {"results"}
+    assert failures["results"][0].what.startswith("result differs from the reference: output 2")

@@ -190,6 +190,17 @@ def test_correct_ops_pass_every_check(zoo, op_name):
     assert not failures, {check: str(fs[0]) for check, fs in failures.items()}
 
 
+@pytest.mark.parametrize("op_name", ["accumulated_mul", "zero_skip_mul"])
+def test_only_the_specials_cases_hold_special_values(zoo, op_name):
+    """Both bugs pass on random inputs: each results case that fails is one of
+    the -specials cases, which all fail but the 0-dim ones (one element holds
+    one special value)."""
+    spec = zoo[op_name]
+    specials = {c.id for c in spec.cases() if c.check == "results" and c.variant == "specials"}
+    failed = {f.case for f in run_all(spec, checks={"results"})["results"]}
+    assert {c for c in specials if "-0-dim-" not in c} <= failed <= specials
+
+
 def test_without_a_fake_kernel_every_fix_points_at_the_missing_kernel(zoo):
     failures = run_all(zoo["no_fake_mul"])
     assert set(failures) == {"fake", "opcheck", "compile", "dynamic", "export", "bad_input"}

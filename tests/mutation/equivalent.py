@@ -81,4 +81,21 @@ EQUIVALENT: dict = {
         "if a is None or b is None or not ((a.is_floating_point() or b.is_floating_point())):",
     ): "_cast touches floating-point inputs only, so a non-floating input still reaches the "
     "kernel's dtype check unchanged, whichever dtype is chosen",
+    # The harness's bit comparison: _same_bits(x, y) views both tensors as
+    # integers of x's width, and the callers pass two tensors of one dtype.
+    (
+        "harness/extension_cpp_testing/conformance.py",
+        "return torch.equal(x, y)",
+        "return (torch.equal(y, x))",
+    ): "torch.equal is symmetric",
+    (
+        "harness/extension_cpp_testing/conformance.py",
+        "return torch.equal(x.view(bits), y.view(bits))",
+        "return (torch.equal(y.view(bits), x.view(bits)))",
+    ): "torch.equal is symmetric",
+    (
+        "harness/extension_cpp_testing/conformance.py",
+        "if not _same_bits(args[i], before[i]):",
+        "if not (_same_bits(before[i], args[i])):",
+    ): "before[i] is a clone of args[i], so both have one dtype, and equal bits are symmetric",
 }
