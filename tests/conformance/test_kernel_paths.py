@@ -89,6 +89,12 @@ PATHS = {
         _randn(5, 4001, 31, **kw)[:, :, 1::2],
         _randn(5, 4001, 15, **kw),
     ),
+    # An input that overlaps itself (a sliding window: strides 1 and 1) is
+    # dense along the output's rows but not transposed: no tiles.
+    "overlapping-window": lambda **kw: (
+        _randn(67 + 1000, **kw).as_strided((67, 1001), (1, 1)),
+        _randn(67, 1001, **kw),
+    ),
     # Tiled kernel: one input transposed, partial tiles on both edges.
     "tiled-one-transposed": lambda **kw: (_randn(67, 1001, **kw), _randn(1001, 67, **kw).t()),
     # The same with a, not b, transposed; and rows longer than one tile

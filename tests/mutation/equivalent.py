@@ -98,4 +98,18 @@ EQUIVALENT: dict = {
         "if not _same_bits(args[i], before[i]):",
         "if not (_same_bits(before[i], args[i])):",
     ): "before[i] is a clone of args[i], so both have one dtype, and equal bits are symmetric",
+    # Layout code that chooses how to walk, not what is computed.
+    (
+        "csrc/elementwise.h",
+        "if (sizes[d] >= 2) {\n      dims[n++] = d;",
+        "if (sizes[d] >= 1) {\n      dims[n++] = d;",
+    ): "is_dense: dense_in_order skips size-1 dimensions, and the stable sort keeps the "
+    "others in the same order whether or not size-1 ones are among them",
+    (
+        "csrc/fast/layout.h",
+        "l.strides[t][0] != 1 && l.strides[t][1] == 1",
+        "l.strides[t][1] == 1",
+    ): "an input with stride 1 in both of the layout's first two dimensions overlaps itself; "
+    "the tiled loops read any strides, so taking them for it changes the loop, not the "
+    "values (test_kernel_paths' overlapping-window case passes either way)",
 }
