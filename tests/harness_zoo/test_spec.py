@@ -506,6 +506,19 @@ def test_declared_skips_show_their_reason():
     assert all(c.skip_reason == "declared by the OpSpec: no double backward" for c in skipped)
 
 
+def _float32_add_out(op, *checks):
+    """An OpSpec for an out= sum on the CPU in float32, with some checks."""
+    return OpSpec(
+        op,
+        reference=torch.add,
+        out=True,
+        layouts=("contiguous",),
+        dtypes=(torch.float32,),
+        devices=("cpu",),
+        checks=checks,
+    )
+
+
 # add_into(a, b, out): an out= op whose fake kernel flattens out, where the
 # kernel writes it in place.
 @torch.library.custom_op("harness_spec::add_into", mutates_args=("out",))
@@ -519,16 +532,7 @@ def _(a, b, out):
 
 
 def test_an_out_ops_fake_kernel_must_leave_out_as_the_kernel_does():
-    spec = OpSpec(
-        torch.ops.harness_spec.add_into.default,
-        reference=torch.add,
-        out=True,
-        layouts=("contiguous",),
-        dtypes=(torch.float32,),
-        devices=("cpu",),
-        checks=("fake",),
-    )
-    failures = run_all(spec)
+    failures = run_all(_float32_add_out(torch.ops.harness_spec.add_into.default, "fake"))
     assert "the fake kernel left out as sizes [4773]" in failures["fake"][0].what
 
 
@@ -550,16 +554,7 @@ def _(a, b, out):
 
 
 def test_an_out_ops_fake_kernel_must_return_out_itself():
-    spec = OpSpec(
-        torch.ops.harness_spec.add_into_returning.default,
-        reference=torch.add,
-        out=True,
-        layouts=("contiguous",),
-        dtypes=(torch.float32,),
-        devices=("cpu",),
-        checks=("fake",),
-    )
-    failures = run_all(spec)
+    failures = run_all(_float32_add_out(torch.ops.harness_spec.add_into_returning.default, "fake"))
     assert failures["fake"][0].what == (
         "the fake kernel returns a tensor other than out; the real kernel returns out"
     )
@@ -586,16 +581,9 @@ def _(a, b, out):
 
 
 def test_an_out_op_that_replaces_out_fails_the_strides_check():
-    spec = OpSpec(
-        torch.ops.harness_spec.restriding_add.default,
-        reference=torch.add,
-        out=True,
-        layouts=("contiguous",),
-        dtypes=(torch.float32,),
-        devices=("cpu",),
-        checks=("results", "strides"),
+    failures = run_all(
+        _float32_add_out(torch.ops.harness_spec.restriding_add.default, "results", "strides")
     )
-    failures = run_all(spec)
     assert set(failures) == {"strides"}
     assert failures["strides"][0].what.startswith("out was resized or replaced: sizes [37, 129]")
 
