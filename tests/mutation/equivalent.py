@@ -112,4 +112,17 @@ EQUIVALENT: dict = {
     ): "an input with stride 1 in both of the layout's first two dimensions overlaps itself; "
     "the tiled loops read any strides, so taking them for it changes the loop, not the "
     "values (test_kernel_paths' overlapping-window case passes either way)",
+    (
+        "csrc/elementwise.h",
+        "if (l.numel == 0) {\n    l.ndim = 1;",
+        "if (l.numel < 0) {\n    l.ndim = 1;",
+    ): "the simple kernels run no loop over an empty layout (parallel_for over 0 elements, the "
+    "CUDA launcher's early return), so its dimensions are never read; the reset to one empty "
+    "run is for the fast paths' choice of loop",
+    (
+        "csrc/elementwise.h",
+        "return sizes[0] < 2 || strides[0] == 1;",
+        "return strides[0] == 1;",
+    ): "unreachable: a 1-D tensor of size 0 or 1 is contiguous, and elementwise_output_strides "
+    "returns before it calls is_dense when both inputs are",
 }
