@@ -458,22 +458,24 @@ def _(x, with_mean):
     return row, torch.empty_like(row), torch.empty_like(row) if with_mean else None
 
 
+MINMAX = OpSpec(
+    torch.ops.harness_spec.minmax.default,
+    reference=_minmax,
+    arity=1,
+    extra_args=(False,),
+    layouts=("contiguous", "transposed"),
+    dtypes=(torch.float32,),
+    devices=("cpu",),
+    differentiable=False,
+    checks=("results", "strides", "fake", "opcheck", "compile"),
+    bad_inputs=(),
+)
+
+
 def test_several_and_optional_outputs_are_compared_one_by_one():
-    spec = OpSpec(
-        torch.ops.harness_spec.minmax.default,
-        reference=_minmax,
-        arity=1,
-        extra_args=(False,),
-        layouts=("contiguous", "transposed"),
-        dtypes=(torch.float32,),
-        devices=("cpu",),
-        differentiable=False,
-        checks=("results", "strides", "fake", "opcheck", "compile"),
-        bad_inputs=(),
-    )
-    assert run_all(spec) == {}
-    assert run_all(dataclasses.replace(spec, extra_args=(True,))) == {}
-    wrong = dataclasses.replace(spec, reference=lambda x, m: (x.amin(0), x.amin(0), None))
+    assert run_all(MINMAX) == {}
+    assert run_all(dataclasses.replace(MINMAX, extra_args=(True,))) == {}
+    wrong = dataclasses.replace(MINMAX, reference=lambda x, m: (x.amin(0), x.amin(0), None))
     assert "output 1" in run_all(wrong)["results"][0].what
 
 
@@ -620,6 +622,7 @@ def _(x):
 
 
 def _fake_only(op, reference, **kw):
+    """An OpSpec for a one-input op on the CPU in float32, its fake check only."""
     return OpSpec(
         op,
         reference=reference,
@@ -707,17 +710,11 @@ def test_the_sign_of_zero_counts_where_exact_only():
 def test_a_missing_output_is_the_results_checks_finding():
     """minmax without its mean, against a reference that returns one: the
     results check reports output 2; the strides check has nothing to compare."""
-    spec = OpSpec(
-        torch.ops.harness_spec.minmax.default,
+    spec = dataclasses.replace(
+        MINMAX,
         reference=lambda x, with_mean: _minmax(x, True),
-        arity=1,
-        extra_args=(False,),
         layouts=("contiguous",),
-        dtypes=(torch.float32,),
-        devices=("cpu",),
-        differentiable=False,
         checks=("results", "strides"),
-        bad_inputs=(),
     )
     failures = run_all(spec)
     assert set(failures) == {"results"}
