@@ -70,29 +70,25 @@ define test_simple
 		--rootdir $(CURDIR) -c $(CURDIR)/pyproject.toml -p no:cacheprovider $(1)
 endef
 test-simple: build-simple
-	$(call test_simple,$(C) --ignore-glob='$(C)/test_wheel*.py' --ignore-glob='$(C)/test_tutorial*.py' \
-		--ignore=$(C)/test_aoti.py)
+	$(call test_simple,$(C) --ignore=$(C)/test_wheel.py --ignore=$(C)/test_aoti.py)
 # make test runs the tests that exercise the kernels themselves (results,
 # layouts, errors, gradients), not those of the Python front end, which the
 # two kernel sets share.
 SIMPLE_TESTS := $(addprefix $(C)/,test_harness.py test_kernel_paths.py test_layout_rule.py \
 	test_correctness.py test_errors.py test_properties.py test_limits.py test_cuda.py test_autograd.py)
 
-# test-copy: a copy made by scripts/copy_op.py, with an op added
+# test-copy: a copy made by tools/copy_op.py, with an op added
 # (tests/add_an_op.py), builds and passes its own whole conformance suite.
 test-copy: build
 	EXTENSION_CPP_COPY_SUITE=full $(PY) -m pytest tests/test_copy_op.py -p no:cacheprovider
 
+# ruff, clang-format and actionlint on every file git knows
+# (.pre-commit-config.yaml); `make format` runs their fixes.
 lint: setup
-	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/clang-format --dry-run -Werror $$(git ls-files 'csrc/*.cpp' 'csrc/*.h' 'csrc/*.cu' 'csrc/*.cuh' 'tutorial/*.cpp' 'tutorial/*.cu' 'examples/*.cpp' 'tests/*.cpp' 'tests/*.cu' 'scripts/*.cpp' 'scripts/*.cu')
-	$(VENV)/bin/actionlint
+	$(VENV)/bin/pre-commit run --all-files --show-diff-on-failure
 
 format: setup
-	$(VENV)/bin/ruff format .
-	$(VENV)/bin/ruff check --fix .
-	$(VENV)/bin/clang-format -i $$(git ls-files 'csrc/*.cpp' 'csrc/*.h' 'csrc/*.cu' 'csrc/*.cuh' 'tutorial/*.cpp' 'tutorial/*.cu' 'examples/*.cpp' 'tests/*.cpp' 'tests/*.cu' 'scripts/*.cpp' 'scripts/*.cu')
+	$(VENV)/bin/pre-commit run --all-files --hook-stage manual
 
 # The conformance suite once per build: the classic package, then the
 # stable-ABI one (tests/conformance/cases.py, EXTENSION_CPP_BUILD).
@@ -113,14 +109,14 @@ fuzz: build
 
 # sanitize: the CPU kernels under ASan + UBSan, and the CPU conformance suite.
 sanitize: setup
-	MAX_JOBS=$${MAX_JOBS:-2} PY=$(CURDIR)/$(PY) scripts/sanitize.sh
+	MAX_JOBS=$${MAX_JOBS:-2} PY=$(CURDIR)/$(PY) tools/ci/sanitize.sh
 
 # mutate: one-line bugs planted in copies of the Python and C++ sources
-# (scripts/mutate.py, tests/mutation/), each run against the tests that
+# (python -m tools.mutate, tools/mutate/), each run against the tests that
 # cover it; it lists the mutants the tests let through. Everything happens
 # under build/mutate. MUTATE_ARGS passes options: --lang py, -k ops.py, ...
 mutate: build
-	$(PY) scripts/mutate.py $(MUTATE_ARGS)
+	$(PY) -m tools.mutate $(MUTATE_ARGS)
 
 # test-huge: tensors past 2^31 elements (about 4.5 GiB per device).
 test-huge: build
@@ -128,7 +124,7 @@ test-huge: build
 
 # compute-sanitizer: memcheck, racecheck, initcheck, synccheck (GPU machine).
 compute-sanitizer: build
-	PY=$(CURDIR)/$(PY) scripts/compute_sanitizer.sh
+	PY=$(CURDIR)/$(PY) tools/ci/compute_sanitizer.sh
 
 # tests/third_party runs the harness on torchvision's ops: the torchvision
 # release built for requirements/torch.txt's torch, without its dependencies
@@ -148,10 +144,10 @@ test-deps: setup
 # Each run's junit XML goes to build/results/ (docs/results/README.md says how
 # one becomes the conformance page).
 test: lint build build-simple docs-deps test-deps
-	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests $(XDIST) --ignore=tests/docs --ignore=tests/test_copy_op.py \
-		$(addprefix --ignore=,$(TUTORIAL_TESTS)) -p docs.pytest_machine --junitxml=build/results/conformance.xml
+	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests/conformance tests/perf tests/third_party tests/harness_zoo \
+		tests/test_check_your_own_op.py benchmarks $(XDIST) --junitxml=build/results/conformance.xml
 	EXTENSION_CPP_HUGE=1 EXTENSION_CPP_BUILD=stable $(PY) -m pytest tests/conformance $(XDIST) \
-		-p docs.pytest_machine --junitxml=build/results/conformance-stable.xml
+		--junitxml=build/results/conformance-stable.xml
 	$(call test_simple,$(SIMPLE_TESTS) -k "not capped and not compile and not dynamic and not export")
 	$(build_docs)
 	$(PY) -m pytest tests/docs
@@ -178,40 +174,37 @@ docs-deps:
 test-docs: docs docs-deps
 	$(PY) -m pytest tests/docs
 
-# The tutorial's own tests (each step adds what it teaches, the READMEs'
-# commands work as written, the side paths build) run here, after the walk
-# has built every checkpoint into the shared cache, rather than in make test.
-TUTORIAL_TESTS := $(addprefix tests/conformance/,test_tutorial.py test_tutorial_readmes.py test_tutorial_appendix.py)
+# The tutorial's own tests (tests/tutorial: each step adds what it teaches,
+# the READMEs' commands work as written, the side paths build) run here,
+# after the walk has built every checkpoint into the shared cache.
 tutorial: build
-	$(PY) tutorial/walk.py
-	$(PY) -m pytest $(TUTORIAL_TESTS) -p no:cacheprovider
+	$(PY) -m tutorial.walk
+	$(PY) -m pytest tests/tutorial -p no:cacheprovider
 
-# One cp39-abi3 wheel in dist/, CUDA kernels for setup.py's release list,
-# audited (abi3audit --strict, auditwheel), and the harness's py3-none-any
-# wheel beside it (extension_cpp requires it). scripts/matrix.py says how.
+# The wheels and the compatibility matrix are nox sessions (noxfile.py).
+# make wheel: one cp39-abi3 wheel in dist/ (CUDA kernels for setup.py's
+# release list), built by python -m build, repaired by auditwheel, audited
+# by abi3audit, and the harness's py3-none-any wheel beside it.
+NOX := $(PY) -m nox
 wheel: setup
-	$(PY) scripts/matrix.py build --python $(PY) --out dist
-	$(PY) scripts/matrix.py build-harness --out dist
+	$(NOX) -s wheel
 
-# The compatibility matrix: the oldest track builds once against torch 2.8
-# (the newest release with CPython 3.9) and tests that file on 3.9 to 3.13;
-# the newest track tests dist/'s wheel on the Pythons torch 2.14 supports.
-# Each also checks that the other track's wheel is refused with a clear
-# message. The stable track builds extension_cpp_stable once against this
-# venv's torch and tests that file next to torch 2.10 to 2.15 (CPython 3.12)
-# and on CPython 3.10 to 3.13 (torch 2.10): 9 venvs, about 4 GB of downloads
-# per torch release (cached), which is why make test does not run it. The
-# harness track installs the harness's wheel (--no-deps) next to torch 2.8
-# and 2.15 alone and runs the zoo and the torchvision OpSpecs there.
-# Writes build/results/compatibility.{md,json}.
+# make matrix: every track's wheel built once, then every cell (a fresh uv
+# venv per CPython x torch) tests that file: oldest (torch 2.8, CPython 3.9
+# to 3.13), newest (this repository's torch, 3.10 to 3.13), stable (one
+# extension_cpp_stable wheel next to torch 2.10 to 2.15) and harness (its
+# wheel alone next to torch 2.8 and 2.15). Several GB of downloads per torch
+# release, kept in uv's cache, which is why make test does not run it. The
+# page, build/results/compatibility.{md,json}, is rendered from the cells'
+# JUnit files even when a cell fails. `nox -s matrix-oldest-3.9` runs one cell.
 matrix: wheel
-	$(PY) scripts/matrix.py run --track oldest --foreign-wheel dist
-	$(PY) scripts/matrix.py run --track newest --wheel dist \
-		--foreign-wheel $${EXTENSION_CPP_CACHE:-$$HOME/.cache/extension_cpp}/dist/torch-2.8.0
-	$(PY) scripts/matrix.py run-stable
-	$(PY) scripts/matrix.py run-harness
+	rm -rf build/results/matrix
+	$(NOX) -s wheel-oldest wheel-stable
+	$(NOX) -t oldest newest stable harness; status=$$?; \
+	$(PY) docs/render_results.py --matrix build/results/matrix --out build/results/compatibility.md; \
+	exit $$status
 
-# Benchmarks (scripts/bench.py): the machine's results page, <kind>.md, in
+# Benchmarks (python -m benchmarks): the machine's results page, <kind>.md, in
 # $(BENCH_OUT), and the raw measurements, plots and each part's tables in
 # build/bench/<kind>/. Here: the CPU at 1 thread and at all threads; on a GPU
 # machine: make bench BENCH_DEVICE=cuda. Neither writes a tracked file;
@@ -224,7 +217,7 @@ BENCH_OUT ?= build/bench
 BENCH_PARTS ?= layouts,ratios,stable,bandwidth
 
 bench: build
-	$(PY) scripts/bench.py --device $(BENCH_DEVICE) --threads $(BENCH_THREADS) \
+	$(PY) -m benchmarks --device $(BENCH_DEVICE) --threads $(BENCH_THREADS) \
 		--parts $(BENCH_PARTS) --out $(BENCH_OUT)
 
 clean:

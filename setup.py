@@ -5,15 +5,13 @@ TORCH_CUDA_ARCH_LIST, EXTENSION_CPP_KERNELS, EXTENSION_CPP_SANITIZE).
 """
 
 import os
-import sys
 
 from setuptools import find_packages, setup
 
-ROOT = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, ROOT)
-
 # build_options sets CUDA_HOME, so it comes before torch.utils.cpp_extension.
-from build_options import (  # noqa: E402
+# (pyproject.toml's build backend, setuptools.build_meta:__legacy__, puts this
+# folder on sys.path, as `python setup.py` would.)
+from build_options import (
     HARNESS,
     NVCC_FLAGS,
     build_ext,
@@ -28,6 +26,7 @@ from build_options import (  # noqa: E402
 import torch  # noqa: E402
 from torch.utils.cpp_extension import CppExtension, CUDAExtension  # noqa: E402
 
+ROOT = os.path.dirname(os.path.abspath(__file__))
 KERNELS = "fast" if fast_kernels() else "simple"
 
 

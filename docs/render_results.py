@@ -17,6 +17,8 @@ walk.py and scripts/bench.py import stamp() and render their own pages.
 from __future__ import annotations
 
 import argparse
+import glob
+import json
 import os
 import platform
 import re
@@ -234,12 +236,97 @@ def render_tutorial_matrix(
     return "\n".join(lines)
 
 
+# --------------------------------------------------------------------------
+# The compatibility matrix (make matrix: noxfile.py, one JUnit XML per cell)
+
+
+def matrix_cells(folder: str) -> list[dict]:
+    """One record per cell's JUnit XML: its metadata and its counts."""
+    cells = []
+    for path in sorted(glob.glob(os.path.join(folder, "*.xml"))):
+        root = ET.parse(path).getroot()
+        suite = root if root.tag == "testsuite" else next(root.iter("testsuite"))
+        props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+        counts = Counter(_outcome(case)[0] for case in suite.iter("testcase"))
+        failed = counts["failed"] + counts["error"]
+        cells.append(
+            {
+                "session": os.path.basename(path)[: -len(".xml")],
+                **{k: props.get(k, "") for k in ("track", "python", "torch", "wheel", "sha256")},
+                **{k: props.get(k, "") for k in ("seed", "refused", "commit")},
+                "passed": counts["passed"],
+                "failed": failed,
+                "skipped": counts["skipped"],
+                "seconds": round(float(suite.get("time") or 0)),
+                "ok": failed == 0 and counts["passed"] > 0,
+            }
+        )
+    return cells
+
+
+def render_compatibility(cells: list[dict]) -> str:
+    """One section per track: its wheel (one sha256, or FAIL), then a row per cell."""
+    lines = [
+        "# Compatibility matrix",
+        "",
+        "Each track builds **one** wheel, installs that same file (sha256 checked) into a",
+        "fresh venv per cell next to one torch release from PyPI, and runs its tests against",
+        "the installed copy in a shuffled order (`pytest -p randomly --randomly-seed=N`",
+        "replays a cell's). Rendered from the cells' JUnit files (`make matrix`).",
+        "",
+    ]
+    for track in ("oldest", "newest", "stable", "harness"):
+        rows = [c for c in cells if c["track"] == track]
+        if not rows:
+            continue
+        hashes = {c["sha256"] for c in rows}
+        commits = ", ".join(sorted({f"`{c['commit']}`" for c in rows}))
+        one = f"`{rows[0]['sha256']}`" if len(hashes) == 1 else f"FAIL: {len(hashes)} files"
+        lines += [
+            f"## {track}: `{rows[0]['wheel']}`",
+            "",
+            f"sha256 {one}; at commit {commits}; {sum(c['seconds'] for c in rows) / 60:.1f} "
+            "min of tests.",
+            "",
+            "| CPython | torch | result | passed | failed | skipped | seed | pytest |",
+            "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for c in rows:
+            result = "pass" if c["ok"] and len(hashes) == 1 else "FAIL"
+            lines.append(
+                f"| {c['python']} | {c['torch']} | {result} | {c['passed']} | {c['failed']} "
+                f"| {c['skipped']} | {c['seed']} | {c['seconds']} s |"
+            )
+        refused = [c["refused"] for c in rows if c["refused"]]
+        if refused:
+            lines += [
+                "",
+                f"Each cell first installed the other track's wheel; its import failed, "
+                f"naming both torch releases ({len(refused)} of {len(rows)} cells):",
+                "",
+                "```text",
+                refused[0],
+                "```",
+            ]
+        lines.append("")
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description="Renders a junit XML run as Markdown.")
     parser.add_argument("xml", help="e.g. build/results/conformance.xml (from make test)")
     parser.add_argument("--out", help="write the page here (e.g. docs/results/conformance.md)")
+    parser.add_argument(
+        "--matrix", action="store_true", help="xml is make matrix's folder of cells"
+    )
     args = parser.parse_args()
-    text = render_conformance(args.xml)
+    if args.matrix:
+        cells = matrix_cells(args.xml)
+        with open(os.path.splitext(args.out)[0] + ".json", "w", encoding="utf-8") as f:
+            json.dump(cells, f, indent=1)
+        text = render_compatibility(cells)
+    else:
+        text = render_conformance(args.xml)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             f.write(text)

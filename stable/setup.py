@@ -10,33 +10,39 @@ every later release.
 
     pip install --no-build-isolation stable/      # or -e stable/ for development
 
-Its Python is the classic package's: SHARED_MODULES are copied from
-extension_cpp/ into extension_cpp_stable/ at every build (git ignores the
-copies), so there is one source to edit and nothing to keep in step by hand.
+Its Python is the classic package's: the build_py step copies SHARED_MODULES
+from extension_cpp/ into extension_cpp_stable/ (git ignores the copies), so
+there is one source to edit and nothing to keep in step by hand. Reading this
+file (a metadata query, say) writes nothing.
 
 Environment variables: EXTENSION_CPP_CUDA, TORCH_CUDA_ARCH_LIST,
 EXTENSION_CPP_KERNELS and EXTENSION_CPP_SANITIZE, as for the classic build
 (build_options.py).
 """
 
+import importlib.util
 import os
-import sys
 
 from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
+
+
+def _load_build_options():
+    """../build_options.py, the classic build's settings, loaded from its file:
+    it lies outside this project's folder, so it is not importable by name."""
+    spec = importlib.util.spec_from_file_location(
+        "build_options", os.path.join(ROOT, "build_options.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 # build_options sets CUDA_HOME, so it comes before torch.utils.cpp_extension.
-from build_options import (  # noqa: E402
-    HARNESS,
-    NVCC_FLAGS,
-    build_ext,
-    flags,
-    set_cuda_archs,
-    use_cuda,
-)
+build_options = _load_build_options()
 
 # isort: split
 
@@ -57,24 +63,26 @@ def csrc(*parts: str) -> str:
     return os.path.join(ROOT, "csrc", *parts)
 
 
-def copy_shared_modules() -> None:
-    for name in SHARED_MODULES:
-        with open(os.path.join(ROOT, "extension_cpp", name)) as f:
-            text = f.read()
-        with open(os.path.join(HERE, "extension_cpp_stable", name), "w") as f:
-            f.write(f"# Copied from extension_cpp/{name} by stable/setup.py: edit that file.\n")
-            f.write(text)
+class build_py_with_shared_modules(build_py):
+    """build_py, after copying SHARED_MODULES into the package's source folder
+    (where an editable install imports them too)."""
 
-
-copy_shared_modules()
+    def run(self):
+        for name in SHARED_MODULES:
+            with open(os.path.join(ROOT, "extension_cpp", name)) as f:
+                text = f.read()
+            with open(os.path.join(HERE, "extension_cpp_stable", name), "w") as f:
+                f.write(f"# Copied from extension_cpp/{name} by stable/setup.py: edit that file.\n")
+                f.write(text)
+        super().run()
 
 
 def extension():
-    cxx_flags, link_flags = flags(openmp=False)
+    cxx_flags, link_flags = build_options.flags(openmp=False)
     target = f"-DTORCH_TARGET_VERSION={TORCH_TARGET_VERSION}"
     cxx_flags.append(target)
     files = [csrc("python_module.cpp"), csrc("stable", "ops.cpp"), csrc("stable", "ops_cpu.cpp")]
-    if not use_cuda():
+    if not build_options.use_cuda():
         return CppExtension(
             "extension_cpp_stable._C",
             files,
@@ -85,14 +93,14 @@ def extension():
     # The classic build's CUDA kernels (csrc/cuda/elementwise_cuda.cuh and
     # csrc/fast/cuda/) with a stable-ABI launcher. USE_CUDA makes the C shim declare its CUDA calls
     # (the current stream).
-    set_cuda_archs()
+    build_options.set_cuda_archs()
     cxx_flags.append("-DUSE_CUDA")
     return CUDAExtension(
         "extension_cpp_stable._C",
         [*files, csrc("stable", "ops_cuda.cu")],
         extra_compile_args={
             "cxx": cxx_flags,
-            "nvcc": [*NVCC_FLAGS, target, "-DUSE_CUDA"],
+            "nvcc": [*build_options.NVCC_FLAGS, target, "-DUSE_CUDA"],
         },
         extra_link_args=link_flags,
         py_limited_api=True,
@@ -105,8 +113,11 @@ setup(
     description="The extension_cpp operators built against the LibTorch stable ABI (torch>=2.10)",
     packages=find_packages(include=["extension_cpp_stable", "extension_cpp_stable.*"]),
     ext_modules=[extension()],
-    install_requires=[f"torch>={OLDEST_TORCH}", HARNESS],
+    install_requires=[f"torch>={OLDEST_TORCH}", build_options.HARNESS],
     python_requires=">=3.10",
-    cmdclass={"build_ext": build_ext(os.path.join(HERE, "build", "temp"))},
+    cmdclass={
+        "build_ext": build_options.build_ext(os.path.join(HERE, "build", "temp")),
+        "build_py": build_py_with_shared_modules,
+    },
     options={"bdist_wheel": {"py_limited_api": "cp310"}},
 )

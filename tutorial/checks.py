@@ -158,13 +158,12 @@ def _backward_mymul() -> None:
         )
 
 
-# Run by another torch's Python (argv: the folder holding extension_cpp, this
-# torch's version): import the package there and run the three ops on CPU.
+# Run by another torch's Python (PYTHONPATH: the folder holding extension_cpp;
+# argv: this torch's version): import the package there and run the three ops on CPU.
 _OTHER_TORCH_PROGRAM = """
 import sys
-sys.path.insert(0, sys.argv[1])
 import torch
-if torch.__version__ == sys.argv[2]:
+if torch.__version__ == sys.argv[1]:
     sys.exit(f"the other Python has this torch ({torch.__version__}) too")
 import extension_cpp
 ops = torch.ops.extension_cpp
@@ -213,9 +212,9 @@ def _other_torch() -> None:
     folder = os.environ.get("TUTORIAL_OTHER_FOLDER") or os.path.dirname(
         os.path.dirname(os.path.realpath(extension_cpp.__file__))
     )
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = {**os.environ, "PYTHONPATH": folder}
     proc = subprocess.run(
-        [python, "-c", _OTHER_TORCH_PROGRAM, folder, torch.__version__],
+        [python, "-c", _OTHER_TORCH_PROGRAM, torch.__version__],
         capture_output=True,
         text=True,
         env=env,

@@ -1,6 +1,6 @@
 """Walks the tutorial: builds each checkpoint in order, runs its checks, prints the matrix.
 
-    python tutorial/walk.py          # what `make tutorial` runs
+    python -m tutorial.walk          # what `make tutorial` runs (from the repository root)
 
 One row per checkpoint, then the installed reference package's row. Every
 cell is compared with what tutorial/matrix.py declares: a check that passes
@@ -19,12 +19,9 @@ import os
 import sys
 import time
 
-import buildcache
-import matrix
-from matrix import PASS, Fail
-
-sys.path.insert(0, str(buildcache.REPO / "docs"))
-import render_results  # noqa: E402
+from docs import render_results
+from tutorial import buildcache, matrix
+from tutorial.matrix import PASS, Fail
 
 RESULTS = buildcache.REPO / "build" / "results"
 SYMBOL = {"pass": "✓", "fail": "✗", "skip": "-"}

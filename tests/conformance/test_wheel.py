@@ -1,19 +1,20 @@
 """The wheel users install: built once, audited, and tested as installed.
 
-`make test` runs this (marked slow), through scripts/matrix.py, the code
-`make matrix` runs. It builds one cp39-abi3 wheel against the torch in .venv
-(CUDA kernels for sm_90 only, as the rest of `make test`) in the tree, where
-the build reuses `make build`'s objects, audits it, installs that same file
-into a fresh venv of this CPython (which sees this environment's torch rather
-than installing its own) and runs the part of tests/conformance that tests
-the kernels' results, layouts and errors from that install. The whole suite
-on every CPython, each with its own torch, is `make matrix`.
+`make test` runs this (marked slow): noxfile.py's `wheel` session, the steps
+of `make wheel` (python -m build, auditwheel repair, abi3audit, the contents
+audit), in the tree, where the build reuses `make build`'s objects (CUDA
+kernels for sm_90 only, as the rest of `make test`). That file, installed
+into a fresh venv of this CPython that sees this environment's torch rather
+than installing its own, runs the part of tests/conformance that tests the
+kernels' results, layouts and errors. The whole suite on every CPython, each
+with its own torch: `make matrix`.
 """
 
 import json
 import os
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -23,10 +24,7 @@ import torch
 from .cases import classic_only
 
 REPO = Path(__file__).resolve().parents[2]
-MATRIX = REPO / "scripts" / "matrix.py"
-CACHE = Path(os.environ.get("EXTENSION_CPP_CACHE", Path.home() / ".cache" / "extension_cpp"))
 TORCH = torch.__version__.split("+")[0]
-PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 # What the installed wheel runs: every op, dtype and layout's results and
 # strides, the bad-input errors, and the correctness tests.
 SELECT = "results or strides or bad_input or test_errors or test_correctness"
@@ -40,28 +38,28 @@ pytestmark = [
 ]
 
 
-def matrix(*args, **env):
-    env = {**os.environ, **env}
-    subprocess.run([sys.executable, str(MATRIX), *map(str, args)], check=True, env=env)
+def run(*args, **kw):
+    return subprocess.run([str(a) for a in args], check=True, **kw)
 
 
 @pytest.fixture(scope="session")  # one build, however the tests are ordered
 def wheel(tmp_path_factory):
-    """Builds and audits the wheel once; returns (path, summary)."""
+    """Builds and audits the wheels once; returns (path, its build record, the harness's)."""
     out = tmp_path_factory.mktemp("dist")
-    archs = os.environ.get("TEST_CUDA_ARCHS", "9.0")
-    matrix("build", "--out", out, "--archs", archs, "--in-tree")
-    summary = json.loads((out / "wheel.json").read_text())
-    return out / summary["wheel"], summary
+    env = {**os.environ, "TORCH_CUDA_ARCH_LIST": os.environ.get("TEST_CUDA_ARCHS", "9.0")}
+    nox = [sys.executable, "-m", "nox", "-f", REPO / "noxfile.py", "-s", "wheel"]
+    run(*nox, "--", out, "--in-tree", env=env)
+    (path,) = out.glob("extension_cpp-*.whl")
+    (harness,) = out.glob("extension_cpp_testing-*.whl")
+    return path, json.loads(path.with_suffix(".json").read_text()), harness
 
 
 def test_one_audited_abi3_wheel(wheel):
-    path, summary = wheel
-    assert [p.name for p in path.parent.glob("*.whl")] == [path.name]
+    path, record, _ = wheel
     assert path.name.startswith("extension_cpp-")
     assert "-cp39-abi3-manylinux" in path.name
-    assert summary["built_against_torch"] == torch.__version__
-    assert f"torch=={TORCH}" in summary["requires"]
+    assert record["built_against_torch"] == torch.__version__
+    assert f"torch=={TORCH}" in record["requires"]
     with zipfile.ZipFile(path) as z:
         names = z.namelist()
     assert "extension_cpp/_C.abi3.so" in names
@@ -69,57 +67,47 @@ def test_one_audited_abi3_wheel(wheel):
 
 
 def test_installed_wheel_passes_conformance(wheel, tmp_path):
-    path, summary = wheel
-    result = tmp_path / "result.json"
-    matrix(
-        "test-one-python",
-        "--python", sys.executable,
-        "--torch", TORCH,
-        "--wheel", path,
-        "--sha256", summary["sha256"],
-        "--work", tmp_path,
-        "--json", result,
-        "--shared-torch",
-        "--select", SELECT,
-        # As a copy's own suite runs it (tests/test_copy_op.py): the source
-        # tree, with its editable build's .egg-info, on PYTHONPATH must not
-        # pass for the installed wheel.
-        PYTHONPATH=str(REPO),
-    )  # fmt: skip
-    got = json.loads(result.read_text())
-    assert got["sha256"] == summary["sha256"]
-    assert got["passed"] > 0
-    assert got["failed"] == 0
-    assert got["errors"] == 0
-
-
-def other_torch_venv():
-    """A kept venv with torch OTHER_TORCH, made from `make matrix`'s downloads."""
-    venv = CACHE / "venvs" / f"mismatch-torch-{OTHER_TORCH}"
+    path, record, harness = wheel
+    venv = tmp_path / "venv"
+    run(sys.executable, "-m", "venv", venv)
     python = venv / "bin" / "python"
-    if (venv / ".ready").exists():
-        return python
-    house = CACHE / "wheelhouse" / f"torch-{OTHER_TORCH}"
-    if not list(house.glob(f"torch-{OTHER_TORCH}-cp311-*.whl")):
-        pytest.skip(f"no torch {OTHER_TORCH} wheel in {house}: `make matrix` downloads it")
-    base = Path(sys.base_prefix) / "bin" / "python3"
-    subprocess.run([str(base), "-m", "venv", "--clear", str(venv)], check=True)
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", "--no-index", "--find-links", str(house),
-         f"torch=={OTHER_TORCH}"],
-        check=True,
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    # This environment's packages after the venv's own: torch and the test tools.
+    (Path(site) / "_shared.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # A new venv's setuptools (CPython 3.11 and older) would shadow the shared
+    # one, which torch needs (setuptools>=77 in 2.14).
+    run(python, "-m", "pip", "uninstall", "-q", "-y", "setuptools")
+    run(python, "-m", "pip", "install", "-q", "--no-deps", harness)
+    run(python, "-m", "pip", "install", "-q", path)  # the shared torch must satisfy its pin
+    env = {**os.environ, "EXTENSION_CPP_EXPECT_INSTALLED_IN": site, "PYTHONPATH": ""}
+    junit = tmp_path / "junit.xml"
+    proc = subprocess.run(
+        [python, "-m", "pytest", REPO / "tests" / "conformance", "-q", "-k", SELECT,
+         "-p", "no:cacheprovider", "--rootdir", REPO, "-c", REPO / "pyproject.toml",
+         f"--ignore={REPO / 'tests' / 'conformance' / 'test_wheel.py'}", f"--junitxml={junit}"],
+        cwd=tmp_path, env=env, capture_output=True, text=True,
     )  # fmt: skip
-    (venv / ".ready").touch()
-    return python
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert " passed" in proc.stdout
+    assert " failed" not in proc.stdout
 
 
-def test_wheel_refuses_another_torch_release(wheel):
-    path, _ = wheel
-    python = other_torch_venv()
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", str(path)],
-        check=True,
-    )
+def test_wheel_refuses_another_torch_release(wheel, tmp_path):
+    path, _, _ = wheel
+    venv = tmp_path / "other"
+    uv = Path(sys.executable).parent / "uv"
+    run(uv, "venv", "-q", "-p", sys.executable, venv)
+    python = venv / "bin" / "python"
+    got = subprocess.run(
+        [uv, "pip", "install", "-q", "--offline", "-p", python, f"torch=={OTHER_TORCH}"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    if got.returncode != 0:
+        pytest.skip(f"torch {OTHER_TORCH} is not in uv's cache (make matrix downloads it)")
+    run(uv, "pip", "install", "-q", "--no-deps", "-p", python, path)
     probe = subprocess.run(
         [str(python), "-c", "import extension_cpp"], capture_output=True, text=True, cwd="/"
     )

@@ -6,16 +6,12 @@ the counts, the lowest and highest cells, the A/A spread, and each part's
 stamp. They need no benchmark run.
 """
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("bench", REPO / "scripts" / "bench.py")
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+from benchmarks import page as bench
 
 # A table as bench_layouts.py prints it (long lines, as in its output).
 LAYOUTS = """# Layout sweep: Some CPU, 2 cores, torch 2.14.1, 2026-01-02

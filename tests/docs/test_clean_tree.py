@@ -5,16 +5,11 @@ tests run it on a small repository of their own with commands that do and do
 not touch tracked files.
 """
 
-import importlib.util
 import subprocess
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "check_clean_tree.py"
-spec = importlib.util.spec_from_file_location("check_clean_tree", SCRIPT)
-check_clean_tree = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(check_clean_tree)
+from tools.ci import check_clean_tree
 
 
 @pytest.fixture

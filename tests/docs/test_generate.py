@@ -6,18 +6,12 @@ docs/render_results.py make of it.
 """
 
 import os
-import sys
 import textwrap
 
 import pytest
 
-DOCS = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs"
-)
-sys.path[:0] = [os.path.join(DOCS, "_ext"), DOCS]
-
-import generate  # noqa: E402
-import render_results  # noqa: E402
+from docs import render_results
+from docs._ext import generate
 
 
 def _write(path, text: str) -> None:

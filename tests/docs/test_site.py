@@ -19,20 +19,19 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from html import unescape
 from html.parser import HTMLParser
 from urllib.parse import unquote, urlsplit
 
 import pytest
 
+from docs._ext import generate  # the word count the build prints
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOCS = os.path.join(REPO, "docs")
 SITE = os.path.join(DOCS, "_build", "html")
 SCREENSHOTS = os.path.join(DOCS, "_build", "screenshots")
 TUTORIAL = os.environ.get("TUTORIAL_DIR", os.path.join(REPO, "tutorial"))
-sys.path.insert(0, os.path.join(DOCS, "_ext"))
-import generate  # noqa: E402  (docs/_ext/generate.py: the word count the build prints)
 
 # What Sphinx and docutils put in the HTML when something went wrong but the
 # build went on (the build fails on these too, under -W; this catches a site

@@ -1,1 +1,1 @@
-"""Benchmarks of the ops against PyTorch (see test_bench.py)."""
+"""Checks of what the kernels compile to and allocate (the timing is benchmarks/)."""

@@ -2,7 +2,7 @@
 # C++/CUDA or Triton (docs/cpp_or_triton.md): every GPU measurement and test
 # of the Triton side path (tutorial/appendix/triton) in one run.
 #
-#   OUT=DIR EXTENSION_CPP_COMMIT=<commit> bash scripts/triton_gpu_run.sh
+#   OUT=DIR EXTENSION_CPP_COMMIT=<commit> bash benchmarks/triton_gpu_run.sh
 #
 # From the repository root, on a machine with a CUDA GPU, nvcc, cmake, g++
 # and a python3 (PYTHON=...) with torch (and the Triton it depends on),
@@ -13,13 +13,13 @@
 #
 #   build  pip install -e harness/, then pip install -e . from a clean build
 #          folder, timed: the C++ build time the benchmark reports
-#   tests  tests/conformance/test_triton.py (the harness on the Triton ops,
+#   tests  tests/tutorial/test_triton.py (the harness on the Triton ops,
 #          every layout, with the huge-tensor cases) and the Triton tests of
 #          test_tutorial_appendix.py
 #   aoti   the examples/aoti_runner model with the Triton ops, exported,
 #          compiled by AOTInductor and run by the C++ runner
 #          (test_aoti.py -k triton), beside the tests
-#   bench  scripts/bench_triton.py: every measurement, one process, alone
+#   bench  python -m benchmarks.triton: every measurement, one process, alone
 #
 # A failing step does not stop the others; the script exits non-zero if one
 # failed. It keeps to a budget of 470 s in all (BUDGET=...): each step's time
@@ -104,9 +104,9 @@ if wants tests; then
   # pytest-xdist where installed: the harness's compiles are independent.
   XDIST=()
   $PY -c 'import xdist' 2>/dev/null && XDIST=(-n 12 -p no:benchmark)
-  EXTENSION_CPP_HUGE=1 step tests 200 $PY -m pytest tests/conformance/test_triton.py \
-    tests/conformance/test_tutorial_appendix.py -k triton -p no:cacheprovider -q -rfE \
-    "${XDIST[@]}" -p docs.pytest_machine --junitxml="$OUT/conformance-triton-gpu.xml" &
+  EXTENSION_CPP_HUGE=1 step tests 200 $PY -m pytest tests/tutorial/test_triton.py \
+    tests/tutorial/test_tutorial_appendix.py -k triton -p no:cacheprovider -q -rfE \
+    "${XDIST[@]}" --junitxml="$OUT/conformance-triton-gpu.xml" &
   PIDS+=($!)
 fi
 if wants aoti; then
@@ -121,7 +121,7 @@ done
 # Last, on a quiet machine, with what is left of the budget: it writes its
 # tables section by section, the longest last, so a cut run keeps the rest.
 if wants bench; then
-  step bench 300 $PY scripts/bench_triton.py --out "$OUT/cpp_or_triton.md" \
+  step bench 300 env PYTHONPATH=tutorial/appendix/triton $PY -m benchmarks.triton --out "$OUT/cpp_or_triton.md" \
     --json "$OUT/cpp_or_triton.json" ${BUILD_SECONDS:+--cpp-build-seconds "$BUILD_SECONDS"}
 fi
 

@@ -1,15 +1,15 @@
 """Bandwidth benchmarks of the ops against PyTorch, with pytest-benchmark.
 
-Each test times one implementation (see cases.py) of one op at one size,
+Each test times one implementation (see ops.py) of one op at one size,
 checks its result first, and records in ``extra_info`` what the report needs:
 bytes moved, calls per round, GB/s, and the fraction of the device's copy
 bandwidth measured in the same run. Nothing here asserts on time: the
-targets are checked by scripts/bench_report.py from the JSON
+targets are checked by benchmarks/report.py from the JSON
 (``make bench``), never by a test.
 
 By default (``pytest tests``) this is a smoke run: tiny sizes, few rounds,
 no torch.compile, a few seconds. ``EXTENSION_CPP_BENCH=full`` (set by
-scripts/bench.py) runs the sizes of the report. Other knobs, comma lists:
+python -m benchmarks) runs the sizes of the report. Other knobs, comma lists:
 
     EXTENSION_CPP_BENCH_DEVICES   cpu,cuda (default: cpu, plus cuda if present)
     EXTENSION_CPP_BENCH_THREADS   CPU thread counts (default: torch's current)
@@ -27,7 +27,7 @@ import time
 import pytest
 import torch
 
-from . import cases
+from . import ops as cases
 
 FULL = os.environ.get("EXTENSION_CPP_BENCH", "quick") == "full"
 HAS_CUDA = torch.cuda.is_available()

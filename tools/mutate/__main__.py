@@ -1,7 +1,7 @@
 """make mutate: plants one-line bugs (mutants) in a copy of the product and
 checks that the tests covering it fail on each.
 
-Python: every mutation point of the files in tests/mutation/mutants.py's
+Python: every mutation point of the files in tools/mutate/mutants.py's
 PYTHON table, found with the ast module (comparison and boolean operators,
 arithmetic, constants, `not` and `if` conditions, removed checks and raises,
 swapped call arguments), plus the table's hand-written PLANTED bugs. Each
@@ -9,20 +9,20 @@ mutant is written into a copy of the package in build/mutate/, and pytest
 runs the tests the table names for that file from there, stopping at the
 first failure.
 
-C++: tests/mutation/mutants.py's CPP list, each applied to a copy of the
+C++: tools/mutate/mutants.py's CPP list, each applied to a copy of the
 sources, rebuilt CPU-only with the kernel set it names (the copy keeps its
 object files, so only what the mutant touches recompiles) and run against
 the tests the table names for its file.
 
 A mutant is killed when its tests fail, timed out when they run past the
-limit, and survived when they pass; tests/mutation/equivalent.py lists the
+limit, and survived when they pass; tools/mutate/equivalent.py lists the
 mutants that no test can kill, each with the reason, and they are counted
 apart. The tree itself is never written: everything happens under
 build/mutate/.
 
-    python scripts/mutate.py                 # both languages
-    python scripts/mutate.py --lang py -k ops.py --jobs 2
-    python scripts/mutate.py --list          # the mutants, without running them
+    python -m tools.mutate                 # both languages
+    python -m tools.mutate --lang py -k ops.py --jobs 2
+    python -m tools.mutate --list          # the mutants, without running them
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ import ast
 import copy
 import dataclasses
 import hashlib
-import importlib.util
 import json
 import os
 import shutil
@@ -42,16 +41,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from . import mutants as mutants_table
+from .equivalent import EQUIVALENT
+
+ROOT = Path(__file__).resolve().parents[2]
 WORK = ROOT / "build" / "mutate"
 PY = sys.executable
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / "mutation" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # -- mutants ------------------------------------------------------------------
@@ -71,7 +66,7 @@ class Mutant:
 
     @property
     def key(self) -> tuple:
-        """What tests/mutation/equivalent.py names a mutant by: stable while
+        """What tools/mutate/equivalent.py names a mutant by: stable while
         the line moves."""
         return (self.path, self.old, self.new)
 
@@ -269,7 +264,7 @@ def cpp_mutants(table: dict, mutants: list) -> list:
         source = (ROOT / m["path"]).read_text()
         if source.count(m["old"]) != 1:
             raise SystemExit(
-                f"tests/mutation/mutants.py: {m['old']!r} occurs {source.count(m['old'])} times "
+                f"tools/mutate/mutants.py: {m['old']!r} occurs {source.count(m['old'])} times "
                 f"in {m['path']}, not once"
             )
         at = source.index(m["old"])
@@ -603,8 +598,8 @@ def main() -> int:
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="show pytest's last lines")
     args = parser.parse_args()
-    table = _load("mutants")
-    equivalent = _load("equivalent").EQUIVALENT
+    table = mutants_table
+    equivalent = EQUIVALENT
     mutants = collect(args, table)
     if args.survivors:
         for lang in mutants:

@@ -1,6 +1,6 @@
 """The mutants no test can kill here, each with the reason: `make mutate`
 counts them apart from the survivors. A key is (file, the line before, the
-line after), as `python scripts/mutate.py --list` prints them."""
+line after), as `python tools/mutate --list` prints them."""
 
 EQUIVALENT: dict = {
     (

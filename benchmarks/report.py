@@ -1,12 +1,12 @@
 """Turns a tests/perf pytest-benchmark JSON into plots, ratio tables and a verdict.
 
-    python scripts/bench_report.py RESULTS.json [--out DIR] [--md FILE]
+    python -m benchmarks.report RESULTS.json [--out DIR] [--md FILE]
 
 Writes next to the JSON (or into DIR), named after it:
     <name>_<dtype>.png   bandwidth against N, one panel per op and variant
                          (CPU thread count, or CUDA kernel/call time)
     <name>.md            the ratio tables and the PASS/MISS list (or FILE);
-                         scripts/bench.py puts them on the machine's page
+                         python -m benchmarks puts them on the machine's page
 and prints the PASS/MISS list. Every ratio compares numbers from the same
 run; the exit status is 0 whatever the verdict (a miss is a finding, not a
 crash). Needs only the standard library and matplotlib.

@@ -1,12 +1,12 @@
 """Layout sweep: our ops against PyTorch eager and torch.compile, every layout.
 
-    python scripts/bench_layouts.py [--device cpu|cuda] [--threads 1,2] [--layouts WORDS]
+    python -m benchmarks.layouts [--device cpu|cuda] [--threads 1,2] [--layouts WORDS]
         [--dtypes float32,...] [--log2 N] [--out FILE.md]
 
 Real models feed elementwise ops channels_last activations, transposed
 weights, slices and broadcasts, not only contiguous tensors. For each such
 layout, dtype and op, this times ours, the PyTorch eager expression and the
-same expression under torch.compile, interleaved (scripts/bench_ratios.py's
+same expression under torch.compile, interleaved (benchmarks/ratios.py's
 `measure`: batches of calls, alternating, fastest of many rounds), with an
 A/A control. Each ratio is the other's time over ours (> 1: ours is faster);
 the target is >= 1.0 against the fastest of eager and compile. On CUDA it
@@ -19,22 +19,20 @@ import argparse
 import datetime
 import math
 import os
-import sys
 import warnings
 
 import torch
 
 import extension_cpp
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_ratios import measure, perf_cases  # noqa: E402
+from .ops import OPS, cpu_name, native, ours
+from .ratios import measure
 
 # Elements per operand by default: 2^20 on the CPU, 2^24 on a GPU (past its
 # L2 cache). --log2 picks another size, 2^14 (the channels_last shape's
 # smallest) and up.
 SIZE_LOG2 = {"cpu": 20, "cuda": 24}
 DTYPES = ("float32", "bfloat16", "float16")
-OPS = ("mymuladd", "mymul", "myadd_out")
 # Layouts whose inputs are dense in one order: the output keeps that order,
 # and the op should run at copy speed.
 DENSE_PERMUTED = ("contiguous", "transposed", "channels_last")
@@ -94,17 +92,12 @@ def _eager_mul(a, b):
 def candidates(a, b, compiled: bool = True) -> dict:
     """(op, implementation) -> one call; without the torch.compile ones if not `compiled`."""
     out = torch.empty_like(a + b)
-    c0 = torch.tensor(0.5, dtype=a.dtype, device=a.device)
-    fns = {
-        ("mymuladd", "ours"): lambda: extension_cpp.mymuladd(a, b, 0.5),
-        ("mymuladd", "eager"): lambda: _eager_muladd(a, b),
-        ("mymuladd", "addcmul"): lambda: torch.addcmul(c0, a, b),
-        ("mymul", "ours"): lambda: extension_cpp.mymul(a, b),
-        ("mymul", "eager"): lambda: torch.mul(a, b),
-        ("myadd_out", "ours"): lambda: extension_cpp.myadd_out(a, b, out),
-        ("myadd_out", "eager"): lambda: torch.add(a, b, out=out),
-        ("control", "eager"): lambda: torch.mul(a, b),
-    }
+    fns = {(op, "ours"): ours(extension_cpp, op, a, b, out) for op in OPS}
+    fns[("mymuladd", "eager")] = lambda: _eager_muladd(a, b)
+    fns[("mymuladd", "addcmul")] = native("mymuladd", a, b, out)
+    fns[("mymul", "eager")] = native("mymul", a, b, out)
+    fns[("myadd_out", "eager")] = native("myadd_out", a, b, out)
+    fns[("control", "eager")] = lambda: torch.mul(a, b)
     if compiled:
         compiled_muladd = torch.compile(_eager_muladd, fullgraph=True, dynamic=False)
         compiled_mul = torch.compile(_eager_mul, fullgraph=True, dynamic=False)
@@ -242,7 +235,7 @@ def main() -> None:
         where, thread_counts = torch.cuda.get_device_name(), [1]
     else:
         cores = os.cpu_count() or 1
-        where = f"{perf_cases.cpu_name()}, {cores} cores"
+        where = f"{cpu_name()}, {cores} cores"
         thread_counts = (
             [int(x) for x in args.threads.split(",")] if args.threads else sorted({1, cores})
         )

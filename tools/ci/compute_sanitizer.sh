@@ -4,8 +4,8 @@
 # CUDA toolkit's compute-sanitizer, and the extension built with its CUDA
 # kernels for that GPU (`make build`; TEST_CUDA_ARCHS=... for a non-sm_90 one).
 #
-#   scripts/compute_sanitizer.sh                      # all four tools
-#   TOOLS="memcheck initcheck" scripts/compute_sanitizer.sh -k mymul   # some, a subset
+#   tools/ci/compute_sanitizer.sh                      # all four tools
+#   TOOLS="memcheck initcheck" tools/ci/compute_sanitizer.sh -k mymul   # some, a subset
 #
 # Extra arguments go to pytest. Reports go to $OUT (default
 # build/compute-sanitizer/): one log per tool, then a summary. The script
@@ -20,7 +20,7 @@
 #   - racecheck checks shared memory only, which the tiled kernel uses; it
 #     must report 0 hazards.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../..
 REPO=$(pwd)
 PY=${PY:-$REPO/.venv/bin/python}
 OUT=${OUT:-$REPO/build/compute-sanitizer}

@@ -1,4 +1,4 @@
-"""What `make mutate` (scripts/mutate.py) mutates, and which tests must catch it.
+"""What `make mutate` (tools/mutate) mutates, and which tests must catch it.
 
 PYTHON: each file whose every mutation point is tried (``only``: just these
 top-level functions, classes and assignments), with the tests that cover it.
@@ -6,7 +6,7 @@ PLANTED: hand-written Python bugs, each of which the suite must catch.
 CPP: the C++ mutants, one replacement each (``old`` must occur once in its
 file), built with the kernel set named; CPP_TESTS: the tests of each file.
 pytest stops at the first failure (-x), so each list starts with its
-quickest tests. tests/mutation/equivalent.py lists the mutants no test can
+quickest tests. tools/mutate/equivalent.py lists the mutants no test can
 kill, with the reason.
 """
 

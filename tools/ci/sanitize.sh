@@ -16,10 +16,10 @@
 #     CMake (which runs nvcc's front end) and runs it, and the preloaded
 #     runtime would instrument those tools, not our kernels. make test runs it.
 # Every report is written under build/sanitize/reports; the run fails if there
-# is any, or if a test fails. Usage: scripts/sanitize.sh [pytest args...];
+# is any, or if a test fails. Usage: tools/ci/sanitize.sh [pytest args...];
 # SANITIZE_REBUILD=0 reuses the last build (the tests always come from the tree).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 REPO=$(pwd)
 PY=${PY:-$REPO/.venv/bin/python}
 OUT=$REPO/build/sanitize
@@ -68,11 +68,10 @@ set +e
 LD_PRELOAD=$preload \
   ASAN_OPTIONS="detect_leaks=0:log_path=$OUT/reports/asan:abort_on_error=1" \
   UBSAN_OPTIONS="print_stacktrace=1:log_path=$OUT/reports/ubsan" \
-  PYTHONPATH="$OUT/site:$REPO/scripts" EXTENSION_CPP_EXPECT_INSTALLED_IN="$OUT/site" \
-  "$PY" -m pytest "$REPO/tests/conformance" -p installed_wheel_check -p no:cacheprovider \
+  PYTHONPATH="$OUT/site" EXTENSION_CPP_EXPECT_INSTALLED_IN="$OUT/site" \
+  "$PY" -m pytest "$REPO/tests/conformance" -p no:cacheprovider \
   --rootdir "$REPO" -c "$REPO/pyproject.toml" -m "not cuda" \
   --ignore-glob="$REPO/tests/conformance/test_wheel*.py" \
-  --ignore-glob="$REPO/tests/conformance/test_tutorial*.py" \
   --ignore-glob="$REPO/tests/conformance/test_aoti.py" \
   -q "$@"
 status=$?

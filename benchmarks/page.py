@@ -1,40 +1,20 @@
-"""Runs the benchmarks and writes the machine's results page: what `make bench` calls.
+"""The results page of one kind of machine, assembled from the parts' tables.
 
-    python scripts/bench.py --device cpu --threads 1,2 [--parts layouts,ratios] [--out DIR]
-    python scripts/bench.py --device cuda
-
-Builds nothing: it benchmarks the extension_cpp that Python imports. A machine
-is known by its kind, `cpu-<N>cores` or `cuda`, and each part of a run writes
-its tables, stamped with its command, commit and date, to build/bench/<kind>/:
-
-  layouts    scripts/bench_layouts.py: every memory layout, dtype and op against
-             the fastest PyTorch implementation (eager, addcmul, torch.compile),
-             interleaved, with an A/A control. The page's headline comes from it.
-  ratios     scripts/bench_ratios.py: whole calls from one element up, against
-             the native op, and the cost of one call.
-  stable     scripts/bench_stable.py: the stable-ABI build against the classic one.
-  bandwidth  tests/perf/test_bench.py through pytest-benchmark, then
-             scripts/bench_report.py: GB/s, the fraction of a device copy, plots.
-
-The page, <kind>.md, is assembled from the last results of every part in that
-folder (so a part can be rerun alone) and written to --out: build/bench by
-default, outside the tracked tree. `--out docs/results/perf` (make bench
-BENCH_OUT=docs/results/perf) replaces the docs' page for this kind of machine;
-the raw measurements stay in build/bench.
+`python -m benchmarks` writes each part's Markdown and stamp to
+build/bench/<kind>/; this folds them into <kind>.md: a headline from the
+layout sweep, then each part's tables, compacted.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
-import shlex
-import subprocess
-import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RAW = os.path.join(ROOT, "build", "bench")
+from docs.render_results import stamp_line
+
+from .ops import OPS
+
 PARTS = ("layouts", "ratios", "stable", "bandwidth")
 # Each part's section on the page, in this order.
 TITLES = {
@@ -44,14 +24,6 @@ TITLES = {
     "bandwidth": "Bandwidth",
 }
 
-sys.path.insert(0, os.path.join(ROOT, "docs"))
-from render_results import stamp, stamp_line  # noqa: E402
-
-
-def kind(device: str) -> str:
-    """The kind of machine a page describes: cpu-2cores, cpu-16cores, cuda."""
-    return "cuda" if device == "cuda" else f"cpu-{os.cpu_count()}cores"
-
 
 def kind_title(kind_name: str) -> str:
     """cpu-2cores -> 2-core CPU; cuda -> GPU."""
@@ -59,68 +31,11 @@ def kind_title(kind_name: str) -> str:
     return f"{cores[1]}-core CPU" if cores else "GPU"
 
 
-def machine(device: str) -> str:
-    import torch
-
-    if device == "cuda":
-        return torch.cuda.get_device_name()
-    sys.path.insert(0, os.path.join(ROOT, "tests", "perf"))
-    from cases import cpu_name
-
-    return f"{cpu_name()}, {os.cpu_count()} cores"
-
-
-def run_part(part: str, args, raw: str) -> None:
-    """Runs one part, writing raw/<part>.md and raw/<part>.json (its stamp)."""
-    import torch
-
-    md = os.path.join(raw, f"{part}.md")
-    if part == "bandwidth":
-        shown = run_bandwidth(args, raw, md)
-    else:
-        command = [os.path.join("scripts", f"bench_{part}.py"), "--device", args.device]
-        if part == "layouts" and args.device == "cpu" and args.threads:
-            command += ["--threads", args.threads]
-        shown = "python " + shlex.join(command)
-        print(f"==> {part}: {shown}", flush=True)
-        subprocess.run([sys.executable, *command, "--out", md], cwd=ROOT, check=True)
-    record = stamp(shown)
-    record.update(machine=machine(args.device), torch=torch.__version__)
-    with open(os.path.join(raw, f"{part}.json"), "w") as f:
-        json.dump(record, f, indent=1)
-
-
-def run_bandwidth(args, raw: str, md: str) -> str:
-    """pytest-benchmark over tests/perf, then its tables and plots; returns the command."""
-    results = os.path.join(raw, "bandwidth-raw.json")
-    env = dict(os.environ, EXTENSION_CPP_BENCH="full", EXTENSION_CPP_BENCH_DEVICES=args.device)
-    if args.threads:
-        env["EXTENSION_CPP_BENCH_THREADS"] = args.threads
-    shown = f"EXTENSION_CPP_BENCH=full EXTENSION_CPP_BENCH_DEVICES={args.device} " + (
-        f"EXTENSION_CPP_BENCH_THREADS={args.threads} " if args.threads else ""
-    )
-    shown += "pytest tests/perf/test_bench.py, then python scripts/bench_report.py"
-    print(f"==> bandwidth: {shown}", flush=True)
-    pytest = [sys.executable, "-m", "pytest", os.path.join(ROOT, "tests", "perf", "test_bench.py")]
-    # -p no:warnings: the suite's warnings-as-errors guard `make test`; a full
-    # run should not die on a library's UserWarning halfway through.
-    pytest += ["-q", "-p", "no:cacheprovider", "-p", "no:warnings", f"--benchmark-json={results}"]
-    pytest += ["--benchmark-columns=min,median,rounds", "--benchmark-group-by=group"]
-    subprocess.run(pytest, env=env, cwd=ROOT, check=True)
-    report = os.path.join(ROOT, "scripts", "bench_report.py")
-    subprocess.run([sys.executable, report, results, "--md", md], check=True)
-    return shown
-
-
-# --------------------------------------------------------------------------
-# The page
-
-# A row of bench_layouts.py's table: | dtype | layout | us | op cell x3 | A/A |,
+# A row of layouts.py's table: | dtype | layout | us | op cell x3 | A/A |,
 # each op cell "**best** (eager / compile[, f copy])".
 _ROW = re.compile(r"^\| (\w+) \| ([^|]+?) \| [\d.]+ \| (.+) \| ([\d.]+) \|$")
 _CELL = re.compile(r"\*\*([\d.]+)\*\*(?: \(([^)]*)\))?")
 _SECTION = re.compile(r"^## Layouts: (.+)$")
-OPS = ("mymuladd", "mymul", "myadd_out")
 
 
 def _spread(values: list[float]) -> str:
@@ -176,7 +91,7 @@ def headline(markdown: str) -> list[str]:
 
 
 def compact_layouts(markdown: str) -> list[str]:
-    """bench_layouts.py's tables, one row per layout: each dtype's three ops
+    """layouts.py's tables, one row per layout: each dtype's three ops
     against the fastest PyTorch implementation, and the A/A control. On CUDA a
     second table gives mymul's bandwidth as a fraction of a device copy's."""
     lines = []
@@ -220,13 +135,13 @@ def compact_layouts(markdown: str) -> list[str]:
     return lines
 
 
-# A row of bench_ratios.py's whole-call table: | dtype | 2^N | us | three op cells | A/A |,
+# A row of ratios.py's whole-call table: | dtype | 2^N | us | three op cells | A/A |,
 # each op cell "ratio" or "ratio (ratio through torch.ops.aten)".
 _CALL_ROW = re.compile(r"^\| (\w+) \| 2\^(\d+) \| [\d.]+ \| (.+) \| ([\d.]+) \|$")
 
 
 def compact_ratios(markdown: str) -> list[str]:
-    """bench_ratios.py's tables with its whole-call sweeps folded to one row per
+    """ratios.py's tables with its whole-call sweeps folded to one row per
     size: each dtype's three ops against the native op, and the A/A spread.
     The one-element table and the verdicts stay as they are."""
     out, rows, title = [], {}, None
@@ -340,31 +255,3 @@ def assemble(kind_name: str, raw: str, out: str) -> str:
     with open(path, "w", encoding="utf-8") as f:
         f.write(page(kind_name, parts))
     return path
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    parser.add_argument("--threads", default="", help="CPU thread counts, e.g. 1,2")
-    parser.add_argument("--parts", default=",".join(PARTS), help="some of " + ", ".join(PARTS))
-    parser.add_argument("--out", default=RAW, help="where the page goes (default build/bench)")
-    parser.add_argument(
-        "--page-only", action="store_true", help="run nothing: rebuild the page from build/bench"
-    )
-    args = parser.parse_args()
-    parts = [p for p in args.parts.split(",") if p]
-    unknown = sorted(set(parts) - set(PARTS))
-    if unknown:
-        parser.error(f"--parts: expected some of {', '.join(PARTS)}, got {', '.join(unknown)}")
-    name = kind(args.device)
-    raw = os.path.join(RAW, name)
-    os.makedirs(raw, exist_ok=True)
-    if not args.page_only:
-        for part in parts:
-            run_part(part, args, raw)
-    path = assemble(name, raw, args.out)
-    print(f"wrote {path} (raw results in {os.path.relpath(raw, ROOT)}/)")
-
-
-if __name__ == "__main__":
-    main()

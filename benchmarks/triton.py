@@ -1,12 +1,12 @@
 """C++/CUDA or Triton: the same ops side by side, measured in one process.
 
-    python scripts/bench_triton.py --out FILE.md [--json FILE.json]
+    python -m benchmarks.triton --out FILE.md [--json FILE.json]
         [--cpp-build-seconds S] [--sections contiguous,layouts,...] [--device cuda|cpu]
 
 extension_cpp's ops (C++/CUDA) against extension_triton's
 (tutorial/appendix/triton: Triton kernels through torch.library.triton_op),
 with PyTorch eager and torch.compile of the same expression beside them.
-Every comparison is interleaved (bench_ratios.py's ``measure``: batches of
+Every comparison is interleaved (benchmarks/ratios.py's ``measure``: batches of
 calls taking turns, the fastest batch of each counts) and carries an A/A
 control, ``torch.mul`` timed twice as if it were two candidates: a ratio
 inside the A/A spread is a tie. Sections (``--sections``, all by default):
@@ -23,7 +23,7 @@ inside the A/A spread is a tie. Sections (``--sections``, all by default):
   its kernel) with an empty and with a warm Triton cache, against the C++
   build (``--cpp-build-seconds``: the GPU script times ``pip install -e .``)
   and the C++ op's first call;
-* layouts: every layout of bench_layouts.py at 2^24 elements, kernels alone.
+* layouts: every layout of benchmarks/layouts.py at 2^24 elements, kernels alone.
 
 Writes the Markdown tables to --out, stamped with the command, the commit
 (EXTENSION_CPP_COMMIT where the tree has no .git) and the date, under a
@@ -43,47 +43,30 @@ import time
 import traceback
 import warnings
 
+import extension_triton  # the Triton side path, tutorial/appendix/triton, installed
 import torch
+import triton
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [
-    os.path.join(REPO, "scripts"),
-    os.path.join(REPO, "docs"),
-    os.path.join(REPO, "tutorial", "appendix", "triton"),
-]
-import extension_triton  # noqa: E402
-import triton  # noqa: E402
-from bench_layouts import layouts, stored_elements  # noqa: E402
-from bench_ratios import calls_per_batch, measure, perf_cases  # noqa: E402
-from render_results import stamp, stamp_line  # noqa: E402
+import extension_cpp
+from docs.render_results import stamp, stamp_line
 
-import extension_cpp  # noqa: E402
+from . import ops as perf_cases
+from .layouts import layouts, stored_elements
+from .ops import OPS, eager, native, ours
+from .ratios import calls_per_batch, measure
 
 # In the order they run: should a run be cut short, the longest comes last.
 SECTIONS = ("contiguous", "per-call", "fusion", "first-call", "layouts")
 DTYPES = ("float32", "bfloat16", "float16")
-OPS = ("mymuladd", "mymul", "myadd_out")
 PACKAGES = {"C++": extension_cpp, "Triton": extension_triton}
-C = 0.5  # mymuladd's scalar
 ROUNDS = 15
 GRAPH_CALLS = 20  # calls of one candidate captured in one CUDA graph
 LAYOUT_LOG2 = 24  # past the L2 cache of an H100 or H200
 
 
 def _eager(op: str, a, b, out):
-    if op == "mymuladd":
-        return lambda: a * b + C
-    if op == "mymul":
-        return lambda: a * b
-    return lambda: torch.add(a, b, out=out)
-
-
-def _ours(pkg, op: str, a, b, out):
-    if op == "mymuladd":
-        return lambda: pkg.mymuladd(a, b, C)
-    if op == "mymul":
-        return lambda: pkg.mymul(a, b)
-    return lambda: pkg.myadd_out(a, b, out)
+    """The eager expression; for myadd_out, torch.add(out=)."""
+    return native(op, a, b, out) if op == "myadd_out" else eager(op, a, b)
 
 
 def candidates(a, b, compiled: bool, ops=OPS, copy_of=None) -> dict:
@@ -100,7 +83,7 @@ def candidates(a, b, compiled: bool, ops=OPS, copy_of=None) -> dict:
         fns[("copy", "copy")] = lambda: copy_out.copy_(copy_of)
     for op in ops:
         for name, pkg in PACKAGES.items():
-            fns[(op, name)] = _ours(pkg, op, a, b, out)
+            fns[(op, name)] = ours(pkg, op, a, b, out)
         fns[(op, "eager")] = _eager(op, a, b, out)
         if compiled and op != "myadd_out":
             fn = perf_cases._compiled_fn(op)
@@ -114,7 +97,7 @@ def candidates(a, b, compiled: bool, ops=OPS, copy_of=None) -> dict:
 
 def graphed(fns: dict) -> dict:
     """Each call replaced by a replay of a CUDA graph of GRAPH_CALLS calls,
-    all graphs in one memory pool (scripts/bench_stable.py says why)."""
+    all graphs in one memory pool (benchmarks/stable.py says why)."""
     pool = torch.cuda.graph_pool_handle()
     return {k: perf_cases.captured(fn, GRAPH_CALLS, pool).replay for k, fn in fns.items()}
 
@@ -200,7 +183,7 @@ def layout_sweep(device: str, sync, n_log2: int) -> tuple:
         for name, make in layouts(n_log2).items():
             a, b = make(dtype=dtype, device=device)
             fns = candidates(a, b, compiled=False, copy_of=dense)
-            # The bytes this layout moves over a copy's (bench_layouts.py).
+            # The bytes this layout moves over a copy's (benchmarks/layouts.py).
             traffic = (a.numel() + stored_elements(a) + stored_elements(b)) / (2 * a.numel())
             t = timed(graphed(fns), sync, GRAPH_CALLS) if device == "cuda" else timed(fns, sync)
             rows.append({"dtype": dtype_name, "layout": name, "us": t, "traffic": traffic})
@@ -285,7 +268,6 @@ import torch
 torch.randn(1, device="cuda"); torch.cuda.synchronize()
 t0 = time.perf_counter()
 if sys.argv[1] == "Triton":
-    sys.path.insert(0, sys.argv[2])
     import extension_triton as pkg
 else:
     import extension_cpp as pkg
@@ -307,10 +289,11 @@ print(json.dumps({"import_s": t1 - t0, "first_call_s": t2 - t1, "second_call_s":
 
 def _first_call(which: str, env: dict) -> dict:
     run = subprocess.run(
-        [sys.executable, "-c", FIRST_CALL, which, os.path.dirname(extension_triton.__path__[0])],
+        [sys.executable, "-c", FIRST_CALL, which],
         capture_output=True,
         text=True,
-        env=env,
+        # extension_triton from where this process found it
+        env={**env, "PYTHONPATH": os.path.dirname(extension_triton.__path__[0])},
         cwd=tempfile.gettempdir(),  # not the source tree: import the installed extension_cpp
     )
     if run.returncode != 0:
@@ -544,7 +527,7 @@ def main() -> None:
     where = torch.cuda.get_device_name() if args.device == "cuda" else perf_cases.cpu_name()
     # The options that change what is measured (not where it is written).
     shown = {"--sections": args.sections, "--log2": args.log2, "--layout-log2": args.layout_log2}
-    command = "python scripts/bench_triton.py " + " ".join(f"{k} {v}" for k, v in shown.items())
+    command = "python -m benchmarks.triton " + " ".join(f"{k} {v}" for k, v in shown.items())
     started = time.time()
     record = stamp(command)
     head = [

@@ -1,6 +1,6 @@
 """Copies this repository's op package into a new project and renames it.
 
-    python scripts/copy_op.py ../myproject --name myproject --op mymuladd=fused_scale
+    python -m tools.copy_op ../myproject --name myproject --op mymuladd=fused_scale
 
 Copies the files a maintainer starts from (FILES below: the build, the C++
 and CUDA sources, the Python package and the conformance suite) and renames,
@@ -47,21 +47,17 @@ FILES = [
     "tests/child_process.py",
     "tests/conformance",
     # What the conformance suite runs: the AOTInductor C++ runner, and the
-    # wheel build and cross-Python check of test_wheel.py.
+    # wheel build of test_wheel.py; the compatibility matrix (make matrix).
     "examples/aoti_runner",
-    "scripts/matrix.py",
-    "scripts/installed_wheel_check.py",
+    "noxfile.py",
     # The harness's source, which the wheel tests build and install beside
     # the package's wheel. Copied as it is: it is another distribution.
     "harness",
 ]
 KEEP_NAMES = ("harness/",)
 CPP_SUFFIXES = {".cpp", ".h", ".cu", ".cuh"}
-# Not copied: build outputs, and the tests of this repository's tutorial and
-# its Triton side path.
-SKIP = re.compile(
-    r"(^|/)(__pycache__|build)(/|$)|\.so$|\.pyc$|_build_info\.py$|test_tutorial|test_triton"
-)
+# Not copied: build outputs.
+SKIP = re.compile(r"(^|/)(__pycache__|build)(/|$)|\.so$|\.pyc$|_build_info\.py$")
 
 
 def word(name: str) -> re.Pattern:

@@ -1,6 +1,6 @@
 """Interleaved ratios: our ops against PyTorch's, whole calls from Python.
 
-    python scripts/bench_ratios.py [--device cpu|cuda] [--out FILE.md]
+    python -m benchmarks.ratios [--device cpu|cuda] [--out FILE.md]
 
 The ratio targets compare our ops with PyTorch's on one machine.
 Timed one after the other, as the pytest-benchmark suite times them, two
@@ -35,17 +35,13 @@ import argparse
 import datetime
 import os
 import random
-import sys
 import time
 
 import torch
 
 import extension_cpp
 
-sys.path.insert(
-    0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "perf")
-)
-import cases as perf_cases  # noqa: E402  (tests/perf/cases.py)
+from .ops import ATEN, OPS, cpu_name, native, ours
 
 ops = torch.ops.extension_cpp
 
@@ -94,36 +90,22 @@ SWEEP_DTYPES = {
     "cpu": ("float32", "float64", "bfloat16", "float16"),
     "cuda": ("float32", "bfloat16", "float16"),
 }
-OPS = ("mymuladd", "mymul", "myadd_out")
 BATCH_SECONDS = 0.002  # a batch at least this long, unless 200 calls are shorter
 ROUNDS = 25
-
-
-# The native ops' overloads, called as torch.ops calls a custom op.
-ATEN = {
-    "mymuladd": torch.ops.aten.addcmul.default,
-    "mymul": torch.ops.aten.mul.Tensor,
-    "myadd_out": torch.ops.aten.add.out,
-}
 
 
 def candidates(device: str, dtype: torch.dtype, n: int) -> dict:
     """(op, 'native' | 'torch.ops' | 'ours') -> one call, plus ('control', 'native') for A/A."""
     a = torch.randn(n, dtype=dtype, device=device)
     b = torch.randn(n, dtype=dtype, device=device)
-    out, c0 = torch.empty_like(a), torch.tensor(0.5, dtype=dtype, device=device)
-    return {
-        ("mymuladd", "native"): lambda: torch.addcmul(c0, a, b),
-        ("mymuladd", "torch.ops"): lambda: ATEN["mymuladd"](c0, a, b),
-        ("mymuladd", "ours"): lambda: extension_cpp.mymuladd(a, b, 0.5),
-        ("mymul", "native"): lambda: torch.mul(a, b),
-        ("mymul", "torch.ops"): lambda: ATEN["mymul"](a, b),
-        ("mymul", "ours"): lambda: extension_cpp.mymul(a, b),
-        ("myadd_out", "native"): lambda: torch.add(a, b, out=out),
-        ("myadd_out", "torch.ops"): lambda: ATEN["myadd_out"](a, b, out=out),
-        ("myadd_out", "ours"): lambda: extension_cpp.myadd_out(a, b, out),
-        ("control", "native"): lambda: torch.mul(a, b),
-    }
+    out = torch.empty_like(a)
+    fns = {}
+    for op in OPS:
+        fns[(op, "native")] = native(op, a, b, out)
+        fns[(op, "torch.ops")] = native(op, a, b, out, through_aten=True)
+        fns[(op, "ours")] = ours(extension_cpp, op, a, b, out)
+    fns[("control", "native")] = lambda: torch.mul(a, b)
+    return fns
 
 
 def calls_per_batch(fn, sync) -> int:
@@ -214,7 +196,7 @@ def main() -> None:
         where, thread_counts = torch.cuda.get_device_name(), [1]
     else:
         cores = os.cpu_count() or 1
-        where, thread_counts = f"{perf_cases.cpu_name()}, {cores} cores", sorted({1, cores})
+        where, thread_counts = f"{cpu_name()}, {cores} cores", sorted({1, cores})
     today = datetime.date.today().isoformat()
     lines = [f"# Interleaved ratios: {where}, torch {torch.__version__}, {today}", ""]
     lines += one_element_lines(args.device)

@@ -1,5 +1,9 @@
 """What the benchmarks time: our ops, their PyTorch baselines, and a copy.
 
+The one list of the ops every benchmark times (OPS), with the calls that
+stand for each: ours (of either build, or the Triton package), the eager
+expression, the single native op and its torch.ops.aten overload.
+
 For each op there are five implementations, all producing the same result
 (except ``copy``, the device's memory roofline):
 
@@ -35,6 +39,43 @@ import extension_cpp
 OPS = ("mymuladd", "mymul", "myadd_out")
 IMPLS = ("ours", "eager", "native", "compile", "copy")
 C = 0.5  # mymuladd's scalar
+# The native ops' overloads, called as torch.ops calls a custom op.
+ATEN = {
+    "mymuladd": torch.ops.aten.addcmul.default,
+    "mymul": torch.ops.aten.mul.Tensor,
+    "myadd_out": torch.ops.aten.add.out,
+}
+
+
+def ours(pkg, op: str, a, b, out) -> Callable[[], object]:
+    """One call of op from pkg (extension_cpp, extension_cpp_stable, extension_triton)."""
+    if op == "mymuladd":
+        return lambda: pkg.mymuladd(a, b, C)
+    if op == "mymul":
+        return lambda: pkg.mymul(a, b)
+    return lambda: (pkg.myadd_out(a, b, out), out)[1]
+
+
+def eager(op: str, a, b) -> Callable[[], object]:
+    """The natural PyTorch expression of op."""
+    return {"mymuladd": lambda: a * b + C, "mymul": lambda: a * b, "myadd_out": lambda: a + b}[op]
+
+
+def native(op: str, a, b, out, through_aten: bool = False) -> Callable[[], object]:
+    """The single native op: addcmul (with a 0-dim c, so it moves the same
+    bytes as ours), mul, add(out=); through_aten: its torch.ops.aten overload."""
+    c0 = torch.tensor(C, dtype=a.dtype, device=a.device)
+    if through_aten:
+        return {
+            "mymuladd": lambda: ATEN["mymuladd"](c0, a, b),
+            "mymul": lambda: ATEN["mymul"](a, b),
+            "myadd_out": lambda: ATEN["myadd_out"](a, b, out=out),
+        }[op]
+    return {
+        "mymuladd": lambda: torch.addcmul(c0, a, b),
+        "mymul": lambda: torch.mul(a, b),
+        "myadd_out": lambda: torch.add(a, b, out=out),
+    }[op]
 
 
 def dtype_id(dtype: torch.dtype) -> str:
@@ -56,8 +97,8 @@ def _compiled_fn(op: str) -> Callable:
     if threads != torch._inductor.config.cpp.threads:
         # Inductor writes the thread count into the CPU kernels it generates,
         # and torch 2.11's compile cache does not key on it (a kernel
-        # compiled at 1 thread ran at 16 as at 1: scripts/bench_layouts.py
-        # gives the figures). Compile afresh, with the count in the config.
+        # compiled at 1 thread ran at 16 as at 1: Note [Compile per thread
+        # count], docs/performance.md). Compile afresh, with the count in the config.
         torch._dynamo.reset()
         _compiled.clear()
         torch._inductor.config.cpp.threads = threads
@@ -94,24 +135,11 @@ def make_case(op: str, impl: str, n: int, dtype: torch.dtype, device: str) -> Ca
     if impl == "copy":
         return Case(op, impl, a, b, out, lambda: out.copy_(a))
     if impl == "ours":
-        fn = {
-            "mymuladd": lambda: extension_cpp.mymuladd(a, b, C),
-            "mymul": lambda: extension_cpp.mymul(a, b),
-            "myadd_out": lambda: (extension_cpp.myadd_out(a, b, out), out)[1],
-        }[op]
+        fn = ours(extension_cpp, op, a, b, out)
     elif impl == "eager":
-        fn = {
-            "mymuladd": lambda: a * b + C,
-            "mymul": lambda: a * b,
-            "myadd_out": lambda: a + b,
-        }[op]
+        fn = eager(op, a, b)
     elif impl == "native":
-        c0 = torch.tensor(C, dtype=dtype, device=device)  # 0-dim: broadcast, not read N times
-        fn = {
-            "mymuladd": lambda: torch.addcmul(c0, a, b),
-            "mymul": lambda: torch.mul(a, b),
-            "myadd_out": lambda: torch.add(a, b, out=out),
-        }[op]
+        fn = native(op, a, b, out)
     elif impl == "compile":
         compiled = _compiled_fn(op)
         fn = lambda: compiled(a, b)  # noqa: E731

@@ -1,10 +1,10 @@
 """The stable-ABI build against the classic one: same kernels, another binding.
 
-    python scripts/bench_stable.py [--device cpu|cuda] [--threads N] [--out FILE.md]
+    python -m benchmarks.stable [--device cpu|cuda] [--threads N] [--out FILE.md]
 
 Both packages must be installed (make build does). Each op of
 extension_cpp_stable is timed against the same op of extension_cpp,
-interleaved with bench_ratios.py's measure (batches of calls taking turns,
+interleaved with ratios.py's measure (batches of calls taking turns,
 fastest batch counts), plus an A/A control: the classic op against itself,
 the spread of chance alone. Reported:
 
@@ -28,35 +28,24 @@ CUDA the wall clock around batches and a synchronisation.
 
 import argparse
 import datetime
-import os
-import sys
 
+import extension_cpp_stable
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import extension_cpp_stable  # noqa: E402
-from bench_ratios import calls_per_batch, emit, measure, perf_cases  # noqa: E402
+import extension_cpp
 
-import extension_cpp  # noqa: E402
+from .ops import OPS, captured, ours
+from .ratios import calls_per_batch, emit, measure
 
 BUILDS = {"classic": extension_cpp, "stable": extension_cpp_stable}
-OPS = ("mymuladd", "mymul", "myadd_out")
 # 2^24 on CUDA: past the H100's and H200's L2 cache (50 and 60 MiB in all).
 EXPONENTS = {"cpu": (16, 20, 22), "cuda": (16, 20, 22, 24)}
 DTYPES = ("float32", "bfloat16")
 
 
-def calls(pkg, op: str, a, b, out):
-    if op == "mymuladd":
-        return lambda: pkg.mymuladd(a, b, 0.5)
-    if op == "mymul":
-        return lambda: pkg.mymul(a, b)
-    return lambda: pkg.myadd_out(a, b, out)
-
-
 def candidates(op: str, a, b, out) -> dict:
-    fns = {build: calls(pkg, op, a, b, out) for build, pkg in BUILDS.items()}
-    fns["control"] = calls(extension_cpp, op, a, b, out)  # A/A: classic again
+    fns = {build: ours(pkg, op, a, b, out) for build, pkg in BUILDS.items()}
+    fns["control"] = ours(extension_cpp, op, a, b, out)  # A/A: classic again
     return fns
 
 
@@ -71,7 +60,7 @@ def graphed(fn, pool, count: int = GRAPH_CALLS):
     memory pool: each writes its output to the same block, so that where the
     output lands in the L2 cache is the same for every candidate
     (Note [Shared graph pool], docs/performance.md)."""
-    return perf_cases.captured(fn, count, pool).replay
+    return captured(fn, count, pool).replay
 
 
 def one_element(rounds: int) -> list:

@@ -1,0 +1,1 @@
+"""The benchmarks: python -m benchmarks (make bench; docs/performance.md)."""

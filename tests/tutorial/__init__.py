@@ -1,0 +1,1 @@
+"""The tutorial's tests: its checkpoints, READMEs and side paths (make tutorial)."""

@@ -1,0 +1,1 @@
+"""CI and release checks (the wheels and the matrix are noxfile.py's)."""

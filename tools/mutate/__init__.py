@@ -1,0 +1,1 @@
+"""Mutation testing: python -m tools.mutate (make mutate; docs/hardening.md)."""
