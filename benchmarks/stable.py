@@ -38,7 +38,7 @@ from .ops import OPS, captured, ours
 from .ratios import calls_per_batch, emit, measure
 
 BUILDS = {"classic": extension_cpp, "stable": extension_cpp_stable}
-# 2^24 on CUDA: past the H100's and H200's L2 cache (50 and 60 MiB in all).
+# 2^24 on CUDA: past a data-centre GPU's L2 cache (tens of MiB).
 EXPONENTS = {"cpu": (16, 20, 22), "cuda": (16, 20, 22, 24)}
 DTYPES = ("float32", "bfloat16")
 

@@ -61,7 +61,7 @@ DTYPES = ("float32", "bfloat16", "float16")
 PACKAGES = {"C++": extension_cpp, "Triton": extension_triton}
 ROUNDS = 15
 GRAPH_CALLS = 20  # calls of one candidate captured in one CUDA graph
-LAYOUT_LOG2 = 24  # past the L2 cache of an H100 or H200
+LAYOUT_LOG2 = 24  # past a data-centre GPU's L2 cache
 
 
 def _eager(op: str, a, b, out):

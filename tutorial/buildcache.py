@@ -41,7 +41,7 @@ CHECKS = TUTORIAL / "checks.py"
 
 def build_env() -> dict[str, str]:
     env = dict(os.environ)
-    # sm_90 alone (H100/H200) keeps nvcc time down; set the variable to build for more.
+    # sm_90 alone keeps nvcc time down; set the variable to build for more.
     env.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
     env.setdefault("MAX_JOBS", "2")
     # ninja (pip-installed next to this interpreter) even when the venv is not activated,

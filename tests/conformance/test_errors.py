@@ -128,7 +128,7 @@ def _cases():
             lambda: (f32(2), f32(1)),
             "myadd_out: out overlaps a in memory without being the same view of it",
         ),
-        # None reaches a Tensor argument as an undefined tensor (issue #13).
+        # None reaches a Tensor argument as an undefined tensor.
         (
             "none-a",
             mul,

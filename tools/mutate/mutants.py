@@ -34,7 +34,7 @@ PYTHON = {
     },
     "extension_cpp/_autocast.py": {"tests": [C + "test_autocast.py"]},
     # The harness: its checks must fail on the zoo's bugs and pass on good ops.
-    # (the checks the zoo's bugs and the holes are about)
+    # (the checks the zoo's bugs are about)
     "harness/extension_cpp_testing/conformance.py": {
         "tests": [ZOO + "test_spec.py", ZOO + "test_zoo.py"],
         "only": [
