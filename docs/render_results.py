@@ -11,7 +11,8 @@ commit it ran at and when.
     python docs/render_results.py build/results/conformance.xml [--out docs/results/conformance.md]
 
 renders a junit XML of the test suite (the conformance page's tables).
-walk.py and scripts/bench.py import stamp() and render their own pages.
+walk.py and benchmarks/ import stamp() and render their own pages; --matrix
+renders make matrix's cells (build/results/matrix/*.xml) as the compatibility page.
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ def _test_file(case: ET.Element) -> str:
 
 
 ORDER = ("passed", "failed", "error", "skipped", "xfailed")
-# Testsuite properties worth a reader's attention (docs/pytest_machine.py records them).
+# Testsuite properties worth a reader's attention (tests/conftest.py records them).
 SHOWN_PROPERTIES = ("python", "torch", "cpu", "gpu", "selection")
 
 

@@ -1,7 +1,7 @@
 """The checklist of docs/copy_your_own_op.md ("Add an op"), as edits.
 
 ``add(project, name)`` adds a one-input op, ``mysquare(a) = a * a``, to a
-package made by scripts/copy_op.py: a schema, a functor, a CPU kernel and its
+package made by tools/copy_op.py: a schema, a functor, a CPU kernel and its
 ``m.impl`` line, the derivatives and their Autograd kernel, and the Python
 function, fake kernel and batching rule. The page shows the snippets between
 the ``[name]`` markers below, so what it shows is what tests/test_copy_op.py

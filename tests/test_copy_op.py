@@ -1,4 +1,4 @@
-"""docs/copy_your_own_op.md, proven: copy the package with scripts/copy_op.py,
+"""docs/copy_your_own_op.md, proven: copy the package with `python -m tools.copy_op`,
 rename, add an op, build, test.
 
 The copy is renamed as the page shows (package and namespace myproject,
@@ -18,13 +18,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import add_an_op  # tests/, on sys.path under pytest's rootdir conftest
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "scripts"))
+from tools import copy_op  # the repository root: `python -m pytest` runs from there
 
-import add_an_op  # noqa: E402  (tests/, on sys.path under pytest's rootdir conftest)
-import copy_op  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 SUITE = [
     "tests/conformance/test_harness.py",
@@ -65,7 +64,7 @@ def test_names_match_whole_words_only():
 def renamed_copy(tmp_path_factory):
     dest = tmp_path_factory.mktemp("copy") / "myproject"
     proc = subprocess.run(
-        [sys.executable, "scripts/copy_op.py", str(dest), "--name", "myproject"]
+        [sys.executable, "-m", "tools.copy_op", str(dest), "--name", "myproject"]
         + ["--op", "mymuladd=fused_scale"],
         cwd=REPO,
         capture_output=True,
@@ -81,6 +80,7 @@ def test_copy_has_the_listed_files_and_no_old_name(renamed_copy):
         assert (renamed_copy / name).is_file(), name
     assert (renamed_copy / "tests/conformance/test_harness.py").is_file()
     assert (renamed_copy / "myproject/testing/__init__.py").is_file()
+    assert (renamed_copy / "noxfile.py").is_file(), "the matrix comes as the noxfile"
     for tutorial_tests in ("test_tutorial*", "test_triton*"):
         assert not list(renamed_copy.rglob(tutorial_tests)), "the tutorial's tests are not copied"
     for path in renamed_copy.rglob("*"):

@@ -356,7 +356,7 @@ def _performance_headline() -> str:
     return "\n".join(lines)
 
 
-GPU_SCRIPT = "bash scripts/triton_gpu_run.sh on a GPU machine"
+GPU_SCRIPT = "bash benchmarks/triton_gpu_run.sh on a GPU machine"
 
 
 def _cpp_or_triton_fragment() -> str:

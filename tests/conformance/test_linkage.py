@@ -3,7 +3,7 @@
 On our GPU machine, extensions were linked with a static copy of libstdc++
 and exported it: the process then mixed that copy with the libstdc++.so.6
 torch had loaded, and the first integer streamed into a TORCH_CHECK message
-crashed the process (scripts/ostream_probe.py, docs/troubleshooting.md).
+crashed the process (docs/troubleshooting.md).
 Both builds link with -Wl,--exclude-libs,ALL (build_options.flags()), so a
 copy, where there is one, stays private. The stable build's errors are
 std::runtime_error messages built with std::to_string, not streams, but its

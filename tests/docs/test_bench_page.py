@@ -1,6 +1,6 @@
-"""The results page `make bench` writes (scripts/bench.py), from a layout sweep's tables.
+"""The results page `make bench` writes (benchmarks/page.py), from a layout sweep's tables.
 
-The page's headline is computed from the tables scripts/bench_layouts.py
+The page's headline is computed from the tables benchmarks/layouts.py
 prints, so these tests feed it such a table and check what a reader sees:
 the counts, the lowest and highest cells, the A/A spread, and each part's
 stamp. They need no benchmark run.
@@ -35,7 +35,7 @@ Cells below 1.0 against the fastest PyTorch implementation: 1 of 6.
 """  # noqa: E501
 
 STAMP = {
-    "command": "python scripts/bench_layouts.py --threads 1,2",
+    "command": "python -m benchmarks.layouts --threads 1,2",
     "commit": "abc1234567",
     "date": "2026-01-02 03:04 UTC",
     "machine": "Some CPU, 2 cores",
@@ -72,15 +72,15 @@ def test_page_is_stamped_and_headline_first(tmp_path):
     (raw / "layouts.md").write_text(LAYOUTS)
     (raw / "layouts.json").write_text(json.dumps(STAMP))
     (raw / "ratios.md").write_text("# Interleaved ratios\n\n## One element\n\n| a | b |\n")
-    (raw / "ratios.json").write_text(json.dumps(STAMP | {"command": "python scripts/x.py"}))
+    (raw / "ratios.json").write_text(json.dumps(STAMP | {"command": "python -m benchmarks.x"}))
     path = bench.assemble("cpu-2cores", str(raw), str(tmp_path / "out"))
     page = Path(path).read_text()
     assert path.endswith("out/cpu-2cores.md")
     assert page.startswith("# Results: 2-core CPU\n")
     assert "(`cpu-2cores`; here Some CPU, 2 cores)" in page
     assert page.index("## Headline") < page.index("## Every layout") < page.index("## Whole calls")
-    assert "`python scripts/bench_layouts.py --threads 1,2` at commit `abc1234567`" in page
-    assert "`python scripts/x.py` at commit `abc1234567`" in page
+    assert "`python -m benchmarks.layouts --threads 1,2` at commit `abc1234567`" in page
+    assert "`python -m benchmarks.x` at commit `abc1234567`" in page
     assert "### One element" in page  # a part's sections nest under its own
     assert "| one transposed | 1.43 / 1.36 / 10.38 | 1.03 |" in page
 

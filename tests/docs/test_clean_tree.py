@@ -1,4 +1,4 @@
-"""scripts/check_clean_tree.py: running a command must leave what git tracks as it was.
+"""tools/ci/check_clean_tree.py: running a command must leave what git tracks as it was.
 
 CI calls the script around `make tutorial`, `make test` and `make bench`; these
 tests run it on a small repository of their own with commands that do and do

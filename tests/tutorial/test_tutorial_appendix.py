@@ -105,7 +105,7 @@ def test_pybind11_breaks_torch_compile(muladd_numpy):
     torch.testing.assert_close(compiled(a, b), a * b + 1.0)
 
 
-# Session scope: a shuffled run (--test-order=shuffled) leaves this module and
+# Session scope: a shuffled run (pytest-randomly) leaves this module and
 # comes back, and a module-scoped fixture would then run the file a second
 # time, which a namespace's second TORCH_LIBRARY (Library "DEF") refuses.
 @pytest.fixture(scope="session")

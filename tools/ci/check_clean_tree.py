@@ -1,6 +1,6 @@
 """Runs commands and fails if any of them changed a file git tracks.
 
-    python scripts/check_clean_tree.py "make tutorial" "make test" "make bench BENCH_PARTS=ratios"
+    python -m tools.ci.check_clean_tree "make tutorial" "make test" "make bench BENCH_PARTS=ratios"
 
 Running the project must not change it: results, builds and caches go to
 ignored paths (build/, .venv/, docs/_build/, tutorial/.build-cache/). This
@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def snapshot(root: str) -> dict[str, str]:
