@@ -137,3 +137,33 @@ def test_performance_headline_links_each_machine_page(tmp_path, monkeypatch) -> 
     assert "</_generated/results/cpu-16cores>` (Some CPU, 16 cores):" in text
     assert "| cpu | 1 of 1 |" in text
     assert "| not | this |" not in text
+
+
+def _cell(folder, name: str, sha: str, failures: int = 0) -> None:
+    cases = '<testcase classname="c" name="ok" time="1"/>' + (
+        '<testcase classname="c" name="bad"><failure message="x"/></testcase>' * failures
+    )
+    facts = {"track": "oldest", "python": name, "torch": "2.8.0", "wheel": "w.whl", "sha256": sha}
+    facts |= {"seed": "7", "commit": "abc", "refused": "ImportError: x"}
+    props = "".join(f'<property name="{k}" value="{v}" />' for k, v in facts.items())
+    suite = f'<testsuite time="3"><properties>{props}</properties>{cases}</testsuite>'
+    xml = f"<testsuites>{suite}</testsuites>"
+    (folder / f"matrix-oldest-{name}.xml").write_text(xml)
+
+
+def test_compatibility_page_needs_one_wheel_file_per_track(tmp_path):
+    _cell(tmp_path, "3.9", "aaa")
+    _cell(tmp_path, "3.10", "aaa", failures=1)
+    cells = render_results.matrix_cells(str(tmp_path))
+    assert [(c["python"], c["ok"], c["seed"]) for c in cells] == [
+        ("3.10", False, "7"),
+        ("3.9", True, "7"),
+    ]
+    md = render_results.render_compatibility(cells)
+    assert "| 3.9 | 2.8.0 | pass | 1 | 0 | 0 | 7 | 3 s |" in md
+    assert "| 3.10 | 2.8.0 | FAIL | 1 | 1 |" in md
+    assert "ImportError: x" in md
+    _cell(tmp_path, "3.9", "bbb")  # another file tested in one cell: every row fails
+    md = render_results.render_compatibility(render_results.matrix_cells(str(tmp_path)))
+    assert "FAIL: 2 files" in md
+    assert "| pass |" not in md
