@@ -1,5 +1,9 @@
 """Builds a tutorial checkpoint once per set of sources, and runs its checks in a subprocess.
 
+Kept rather than ccache: ccache caches compiler calls, but each checkpoint
+would still run pip, setuptools, torch's import and the link, and this cache
+skips all of that when the sources match; the check runner lives here too.
+
 Checkpoints 02-05 compile byte-identical C++/CUDA sources (the later steps
 change only Python), so the compiled extension_cpp/_C*.so is cached by a hash
 of what goes into it (setup.py, csrc/, torch and Python versions, the CUDA
