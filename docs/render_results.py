@@ -259,6 +259,7 @@ def matrix_cells(folder: str) -> list[dict]:
                 "failed": failed,
                 "skipped": counts["skipped"],
                 "seconds": round(float(suite.get("time") or 0)),
+                "date": (suite.get("timestamp") or "")[:10],
                 "ok": failed == 0 and counts["passed"] > 0,
             }
         )
@@ -282,12 +283,13 @@ def render_compatibility(cells: list[dict]) -> str:
             continue
         hashes = {c["sha256"] for c in rows}
         commits = ", ".join(sorted({f"`{c['commit']}`" for c in rows}))
+        dates = ", ".join(sorted({c["date"] for c in rows}))
         one = f"`{rows[0]['sha256']}`" if len(hashes) == 1 else f"FAIL: {len(hashes)} files"
         lines += [
             f"## {track}: `{rows[0]['wheel']}`",
             "",
-            f"sha256 {one}; at commit {commits}; {sum(c['seconds'] for c in rows) / 60:.1f} "
-            "min of tests.",
+            f"sha256 {one}; at commit {commits}, {dates}; "
+            f"{sum(c['seconds'] for c in rows) / 60:.1f} min of tests.",
             "",
             "| CPython | torch | result | passed | failed | skipped | seed | pytest |",
             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
