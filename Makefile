@@ -145,7 +145,8 @@ test-deps: setup
 # one becomes the conformance page).
 test: lint build build-simple docs-deps test-deps
 	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests/conformance tests/perf tests/third_party tests/harness_zoo \
-		tests/test_check_your_own_op.py benchmarks $(XDIST) --junitxml=build/results/conformance.xml
+		tests/test_check_your_own_op.py tests/test_import_graph.py benchmarks $(XDIST) \
+		--junitxml=build/results/conformance.xml
 	EXTENSION_CPP_HUGE=1 EXTENSION_CPP_BUILD=stable $(PY) -m pytest tests/conformance $(XDIST) \
 		--junitxml=build/results/conformance-stable.xml
 	$(call test_simple,$(SIMPLE_TESTS) -k "not capped and not compile and not dynamic and not export")

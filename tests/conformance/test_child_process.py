@@ -21,8 +21,8 @@ TESTS = Path(__file__).resolve().parents[1]
 # Tests that start Python for another package on purpose, and why.
 OTHER_PACKAGES = {
     "test_copy_op.py": "builds and tests a renamed copy of the package (myproject)",
-    "conformance/test_tutorial_readmes.py": "builds and imports the tutorial's checkpoints",
-    "conformance/test_tutorial_appendix.py": "builds the tutorial's side paths",
+    "tutorial/test_tutorial_readmes.py": "builds and imports the tutorial's checkpoints",
+    "tutorial/test_tutorial_appendix.py": "builds the tutorial's side paths",
     "conformance/test_wheel.py": "builds wheels and tests them in venvs of their own",
 }
 

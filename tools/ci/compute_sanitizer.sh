@@ -54,8 +54,7 @@ for tool in $TOOLS; do
   PYTORCH_NO_CUDA_MEMORY_CACHING=1 "$SANITIZER" --tool "$tool" ${extra[$tool]} \
     --error-exitcode 99 --log-file "$log" \
     "$PY" -m pytest tests/conformance -m cuda -p no:cacheprovider -q \
-    --ignore-glob='tests/conformance/test_wheel*.py' \
-    --ignore-glob='tests/conformance/test_tutorial*.py' "$@"
+    --ignore-glob='tests/conformance/test_wheel*.py' "$@"
   status=$?
   set -e
   # memcheck, initcheck and synccheck end with "ERROR SUMMARY: N errors",
