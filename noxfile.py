@@ -242,10 +242,14 @@ def refuses(session: nox.Session, foreign: Path) -> str:
     """Installs a wheel built for another torch release (--no-deps); its import
     must fail with an ImportError naming both releases. Returns that line."""
     session.install("--no-deps", str(foreign))
-    code = "import torch, extension_cpp"
-    out = session.run("python", "-c", code, success_codes=[1], silent=True)
+    # From elsewhere: `python -c` puts the working directory, here the source
+    # tree, first on sys.path.
+    with tempfile.TemporaryDirectory() as elsewhere, session.chdir(elsewhere):
+        code = "import torch, extension_cpp"
+        out = session.run("python", "-c", code, success_codes=[1], silent=True)
+        version = "import torch; print(torch.__version__)"
+        torch_here = session.run("python", "-c", version, silent=True)
     last = out.strip().splitlines()[-1]
-    torch_here = session.run("python", "-c", "import torch; print(torch.__version__)", silent=True)
     wheel_torch = json.loads(foreign.with_suffix(".json").read_text())["built_against_torch"]
     if not (last.startswith("ImportError") and torch_here.strip() in last and wheel_torch in last):
         session_error(f"{foreign.name} on torch {torch_here.strip()}: not refused clearly: {last}")
