@@ -121,7 +121,7 @@ def pytest_metadata(metadata, config):
         + "pytest "
         + shlex.join(config.invocation_params.args),
         python=platform.python_version(),
-        torch=torch.__version__,
+        torch=str(torch.__version__),  # a plain str: pytest-xdist sends it to the controller
         cpu=f"{_cpu_name()} ({os.cpu_count()} logical cores)",
         gpu=", ".join(gpus) if gpus else "none (CUDA tests skipped)",
         ci="yes" if os.environ.get("CI") else "no",
