@@ -5,7 +5,7 @@
 // at::Tensor. The library built from csrc/stable/ loads on every torch from
 // the one TORCH_TARGET_VERSION names (2.10, set by stable/setup.py) on. The
 // math is not repeated: the kernels run the same loops as the classic build
-// (csrc/cpu/elementwise_cpu.h, csrc/cuda/elementwise_cuda.cuh).
+// (csrc/loops.h, csrc/loops.cuh).
 #pragma once
 
 #include <torch/csrc/stable/library.h>
