@@ -17,6 +17,7 @@ namespace extension_cpp::stable {
 
 using torch::stable::Tensor;
 
+// The checks of input_checks.h, on torch::stable::Tensor (ops.cpp).
 // mymuladd, mymul: a and b must be floating-point tensors of one dtype,
 // device and shape, in that order.
 void check_inputs(const char* op, const Tensor& a, const Tensor& b);
