@@ -1,30 +1,41 @@
-// The Autograd kernels of the ops: the fast path for calls with nothing to
-// differentiate.
+// The ops' derivatives, and the Autograd kernels that attach them.
 //
-// The dispatcher runs these first for every call. A call that records no
-// gradient and carries no forward-mode tangent (inference, or inputs that do
-// not require grad) goes straight to the backend kernel below autograd,
-// without leaving C++. The derivatives are written once, in Python
-// (extension_cpp/ops.py), and reached through three private ops whose
-// kernels extension_cpp/_autograd.py registers:
-//   * a call that records a backward goes to _mymuladd_differentiable or
-//     _mymul_differentiable: the autograd.Function ops._Product;
-//   * a call with a tangent (torch.autograd.forward_ad, torch.func.jvp) runs
-//     on the primals here, and its output gets the tangent
-//     _product_tangent computes (ops.tangent).
-// torch.library.register_autograd would run Python on every call, with or
-// without grad; this runs it only when there is something to differentiate.
+// The dispatcher runs an op's Autograd kernel before its backend kernel. Each
+// kernel here runs the op below autograd (the CPU or CUDA kernel, or the fake
+// kernel under torch.compile) and then attaches its derivatives to the output,
+// as PyTorch's own generated kernels do for torch.mul:
+//   * reverse mode: a backward node, when an input requires grad;
+//   * forward mode: the output's tangent, when an input has one.
+// The formulas are written once, below, and serve every mode: backward() and
+// torch.autograd.grad to any order, torch.autograd.forward_ad, torch.func
+// (grad, vjp, jvp, jacrev, jacfwd, hessian, and vmap of each), and
+// torch.compile. A call with nothing to differentiate pays two flag tests.
 //
-// myadd_out, like PyTorch's out= ops, is not differentiable: an argument
-// that requires grad under grad mode, or has a tangent, is an error.
+// See Note [A backward node, not torch::autograd::Function].
+//
+// myadd_out, like PyTorch's out= ops, is not differentiable: an argument that
+// requires grad under grad mode, or has a tangent, is an error.
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/autograd/VariableTypeUtils.h>
+#include <torch/csrc/autograd/functions/utils.h>
 #include <torch/library.h>
 
 #include "checks.h"
 
+// Note [A backward node, not torch::autograd::Function]
+// torch::autograd::Function<T> is C++'s counterpart of Python's
+// autograd.Function, but it refuses every torch.func transform ("cannot use
+// C++ torch::autograd::Function with functorch transforms"), and it has no
+// forward mode. A Node subclass attached with set_history is what PyTorch
+// generates for each of its own ops (torch/csrc/autograd/generated/): torch.func
+// differentiates it level by level, like any ATen op, and the tangent is set
+// on the output directly.
+
 namespace extension_cpp {
 namespace {
+
+using torch::autograd::SavedVariable;
+using torch::autograd::variable_list;
 
 template <typename Signature>
 c10::TypedOperatorHandle<Signature> op(const char* name) {
@@ -34,79 +45,138 @@ c10::TypedOperatorHandle<Signature> op(const char* name) {
 using Binary = at::Tensor(const at::Tensor&, const at::Tensor&);
 using BinaryWithScalar = at::Tensor(const at::Tensor&, const at::Tensor&, double);
 
-// Forward-mode AD keeps one tangent per tensor at level 0 (torch.func's jvp
-// maps its own levels onto it).
-bool has_tangent(const at::Tensor& t) { return t.defined() && t._fw_grad(/*level=*/0).defined(); }
-
-bool requires_grad(const at::Tensor& t) { return t.defined() && t.requires_grad(); }
-
-// Nothing to differentiate: no gradient to record, no tangent to carry. An
-// undefined argument (Python's None) goes on to the kernel below, which
-// names it in its error.
-bool nothing_to_differentiate(const at::Tensor& a, const at::Tensor& b) {
-  if (!a.defined() || !b.defined()) {
-    return true;
-  }
-  return !(at::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad())) &&
-         !has_tangent(a) && !has_tangent(b);
+// mymul through the dispatcher, Autograd kernel included: the derivatives
+// below are built from it, so a derivative of any order runs our kernels.
+at::Tensor mymul(const at::Tensor& a, const at::Tensor& b) {
+  static const auto mymul = op<Binary>("extension_cpp::mymul");
+  return mymul.call(a, b);
 }
 
 // The keys below autograd (the backend, or FakeTensor / functionalization
-// above it): where a call with nothing to differentiate goes.
+// above it): where the Autograd kernels send the op itself.
 c10::DispatchKeySet below_autograd(c10::DispatchKeySet ks) {
   return ks & c10::after_autograd_keyset;
 }
 
-// primal(a, b) on the inputs' primals, its output carrying the tangent
-// _product_tangent gives for theirs. primal goes through autograd again, so a
-// gradient is still recorded where one is needed.
-template <typename Primal>
-at::Tensor with_tangent(const at::Tensor& a, const at::Tensor& b, Primal primal) {
-  static const auto tangent =
-      op<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
-                    const std::optional<at::Tensor>&)>("extension_cpp::_product_tangent");
-  const at::Tensor a_p = a._fw_primal(/*level=*/0), b_p = b._fw_primal(/*level=*/0);
-  const at::Tensor& ta = a._fw_grad(/*level=*/0);
-  const at::Tensor& tb = b._fw_grad(/*level=*/0);
-  at::Tensor out = primal(a_p, b_p);
-  auto given = [](const at::Tensor& t) {
-    return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt;
-  };
-  out._set_fw_grad(tangent.call(a_p, b_p, given(ta), given(tb)), /*level=*/0,
-                   /*is_inplace_op=*/false);
+// Forward-mode AD keeps one tangent per tensor at level 0 (torch.func maps its
+// own levels onto it).
+constexpr uint64_t kLevel = 0;
+
+// A new backward node of type Backward for an op of `inputs`, or null when no
+// gradient is recorded (grad mode off, or no input requires grad).
+template <typename Backward, typename... Inputs>
+c10::intrusive_ptr<Backward> backward_node(const Inputs&... inputs) {
+  if (!torch::autograd::compute_requires_grad(inputs...)) {
+    return {};
+  }
+  auto node = c10::make_intrusive<Backward>();
+  node->set_next_edges(torch::autograd::collect_next_edges(inputs...));
+  return node;
+}
+
+// `below()` run below autograd, its output given `node` as its grad_fn (if
+// any) and `make_tangent()` as its tangent if any of `inputs` has one.
+template <typename Node, typename Below, typename MakeTangent, typename... Inputs>
+at::Tensor with_derivatives(const c10::intrusive_ptr<Node>& node, Below below,
+                            MakeTangent make_tangent, const Inputs&... inputs) {
+  at::Tensor out;
+  {
+    const at::AutoDispatchBelowADInplaceOrView guard;
+    out = below();
+  }
+  if (node) {
+    torch::autograd::set_history(out, node);
+  }
+  if ((torch::autograd::isFwGradDefined(inputs) || ...)) {
+    out._set_fw_grad(make_tangent(), kLevel, /*is_inplace_op=*/false);
+  }
   return out;
+}
+
+// A dual tensor's value and tangent, for the tangent formulas.
+at::Tensor primal(const at::Tensor& t) { return t._fw_primal(kLevel); }
+at::Tensor tangent(const at::Tensor& t) { return t._fw_grad(kLevel); }
+
+// d(a * b + c) = da * b + a * db: the derivatives of mymuladd and of mymul.
+
+// Reverse mode: grad_a = grad * b, grad_b = grad * a. Each needs the other
+// factor only, so the node saves b if a requires grad and a if b does.
+struct ProductBackward : torch::autograd::TraceableFunction {
+  SavedVariable a, b;
+
+  void save(const at::Tensor& a_in, const at::Tensor& b_in) {
+    if (should_compute_output(0)) {
+      b = SavedVariable(b_in, /*is_output=*/false);
+    }
+    if (should_compute_output(1)) {
+      a = SavedVariable(a_in, /*is_output=*/false);
+    }
+  }
+
+  variable_list apply(variable_list&& grads) override {
+    const at::Tensor& grad = grads[0];
+    variable_list result(2);
+    if (!grad.defined()) {
+      return result;
+    }
+    if (task_should_compute_output(0)) {
+      result[0] = mymul(grad, b.unpack());
+    }
+    if (task_should_compute_output(1)) {
+      result[1] = mymul(grad, a.unpack());
+    }
+    return result;
+  }
+
+  std::string name() const override { return "ProductBackward"; }
+
+  void release_variables() override {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    a.reset_data();
+    b.reset_data();
+  }
+};
+
+// Forward mode: ta * b + a * tb, where either tangent may be missing.
+at::Tensor product_tangent(const at::Tensor& a, const at::Tensor& b) {
+  const at::Tensor ta = tangent(a), tb = tangent(b);
+  at::Tensor result;
+  if (ta.defined()) {
+    result = mymul(ta, primal(b));
+  }
+  if (tb.defined()) {
+    at::Tensor term = mymul(primal(a), tb);
+    result = result.defined() ? result.add(term) : term;
+  }
+  return result;
 }
 
 at::Tensor mymuladd_autograd(c10::DispatchKeySet ks, const at::Tensor& a, const at::Tensor& b,
                              double c) {
-  if (nothing_to_differentiate(a, b)) {
-    static const auto mymuladd = op<BinaryWithScalar>("extension_cpp::mymuladd");
-    const at::AutoDispatchBelowADInplaceOrView guard;
-    return mymuladd.redispatch(below_autograd(ks), a, b, c);
+  static const auto mymuladd = op<BinaryWithScalar>("extension_cpp::mymuladd");
+  auto node = backward_node<ProductBackward>(a, b);
+  if (node) {
+    node->save(a, b);
   }
-  if (has_tangent(a) || has_tangent(b)) {
-    return with_tangent(a, b, [&](const at::Tensor& x, const at::Tensor& y) {
-      return mymuladd_autograd(ks, x, y, c);
-    });
-  }
-  static const auto differentiable =
-      op<BinaryWithScalar>("extension_cpp::_mymuladd_differentiable");
-  return differentiable.call(a, b, c);
+  return with_derivatives(
+      node, [&] { return mymuladd.redispatch(below_autograd(ks), a, b, c); },
+      [&] { return product_tangent(a, b); }, a, b);
 }
 
 at::Tensor mymul_autograd(c10::DispatchKeySet ks, const at::Tensor& a, const at::Tensor& b) {
-  if (nothing_to_differentiate(a, b)) {
-    static const auto mymul = op<Binary>("extension_cpp::mymul");
-    const at::AutoDispatchBelowADInplaceOrView guard;
-    return mymul.redispatch(below_autograd(ks), a, b);
+  static const auto mymul = op<Binary>("extension_cpp::mymul");
+  auto node = backward_node<ProductBackward>(a, b);
+  if (node) {
+    node->save(a, b);
   }
-  if (has_tangent(a) || has_tangent(b)) {
-    return with_tangent(
-        a, b, [&](const at::Tensor& x, const at::Tensor& y) { return mymul_autograd(ks, x, y); });
-  }
-  static const auto differentiable = op<Binary>("extension_cpp::_mymul_differentiable");
-  return differentiable.call(a, b);
+  return with_derivatives(
+      node, [&] { return mymul.redispatch(below_autograd(ks), a, b); },
+      [&] { return product_tangent(a, b); }, a, b);
 }
+
+bool requires_grad(const at::Tensor& t) { return t.defined() && t.requires_grad(); }
+
+bool has_tangent(const at::Tensor& t) { return torch::autograd::isFwGradDefined(t); }
 
 void myadd_out_autograd(c10::DispatchKeySet ks, const at::Tensor& a, const at::Tensor& b,
                         const at::Tensor& out) {

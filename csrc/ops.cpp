@@ -2,10 +2,11 @@
 //
 // TORCH_LIBRARY defines each op once, here. The kernels are added elsewhere
 // with TORCH_LIBRARY_IMPL: csrc/cpu/ops_cpu.cpp (CPU), csrc/cuda/ops_cuda.cu
-// (CUDA), csrc/autograd.cpp (Autograd); extension_cpp/ops.py adds the fake
-// kernels, which check the same things with the same words (checks.h), and
-// the derivatives. The checks themselves are input_checks.h's, shared with
-// the stable-ABI build; this file says how they read an at::Tensor.
+// (CUDA), csrc/autograd.cpp (Autograd, with the derivatives);
+// extension_cpp/ops.py adds the fake kernels, which check the same things
+// with the same words (checks.h). The checks themselves are input_checks.h's,
+// shared with the stable-ABI build; this file says how they read an
+// at::Tensor.
 #include "ops.h"
 
 #include <c10/core/ScalarType.h>
@@ -65,11 +66,6 @@ TORCH_LIBRARY(extension_cpp, m) {
   m.def("mymuladd(Tensor a, Tensor b, float c) -> Tensor", {at::Tag::pt2_compliant_tag});
   m.def("mymul(Tensor a, Tensor b) -> Tensor", {at::Tag::pt2_compliant_tag});
   m.def("myadd_out(Tensor a, Tensor b, Tensor(a!) out) -> ()", {at::Tag::pt2_compliant_tag});
-  // What the Autograd kernels (csrc/autograd.cpp) call when there is a
-  // derivative to take; extension_cpp/_autograd.py registers their kernels.
-  m.def("_mymuladd_differentiable(Tensor a, Tensor b, float c) -> Tensor");
-  m.def("_mymul_differentiable(Tensor a, Tensor b) -> Tensor");
-  m.def("_product_tangent(Tensor a, Tensor b, Tensor? ta, Tensor? tb) -> Tensor");
 }
 
 }  // namespace extension_cpp

@@ -1,23 +1,23 @@
-"""The public operators: their fake kernels, derivatives and batching rules.
+"""The public operators, their fake kernels and their batching rules.
 
 Each function calls its op through the dispatcher, so it works in eager mode,
-under autograd, torch.compile and torch.export alike. The kernels are in
-``csrc/`` (CPU, CUDA, and the Autograd fast path); what the ops need from
-Python is here, one section each:
+under autograd and torch.func, torch.compile and torch.export alike. The
+kernels are in ``csrc/``: CPU, CUDA, and the Autograd kernels that hold the
+ops' derivatives (csrc/autograd.cpp). What the ops need from Python is here,
+one section each:
 
 - the fake kernels tell the compiler what each op returns without running
   it, and must agree with the real kernels exactly: same shape, dtype,
   device and strides (those of ``torch.mul(a, b)``), and the same errors for
   bad input (_checks.py);
-- the derivatives, written once in ``_Product``: backward, forward-mode jvp,
-  and every torch.func transform;
 - the batching rules for torch.vmap.
 
 The stable-ABI package (extension_cpp_stable, stable/) ships this same file
-for its own ops, which live in a namespace named after it.
+for its own ops, which live in a namespace named after it. Its derivatives
+are Python (its _autograd.py), since the stable ABI has no autograd API.
 """
 
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 from torch import Tensor
@@ -37,11 +37,11 @@ _mymul = _ops.mymul.default
 _myadd_out = _ops.myadd_out.default
 
 
-# True inside torch.func.grad, vjp, jacrev, jacfwd, jvp, hessian or vmap. A
-# torch.func transform can differentiate an autograd.Function applied from
-# Python, not one applied inside a dispatcher kernel, so there the public
-# functions apply _Product themselves. torch.autograd.Function.apply makes
-# the same test.
+# The stable-ABI build's derivatives, set by its _autograd.py: a Python
+# autograd.Function, which torch.func can differentiate only when it is
+# applied here, outside the dispatcher. None in the classic build, whose
+# derivatives (csrc/autograd.cpp) every transform sees through.
+_python_derivatives: Optional[Callable[..., Tensor]] = None
 _functorch_active = torch._C._are_functorch_transforms_active
 # Bound once: Dynamo reads it as the constant True while it traces (the
 # compiled graph needs no try/except around the op), and in eager mode it is
@@ -65,14 +65,15 @@ def mymuladd(a: Tensor, b: Tensor, c: float) -> Tensor:
         c: Python number added to every element.
 
     float16 and bfloat16 are computed in float32 and rounded once. Differentiable
-    in ``a`` and ``b`` to any order; the backward calls :func:`mymul`.
+    in ``a`` and ``b`` to any order, in every autodiff mode; the derivatives call
+    :func:`mymul`.
 
     Raises:
         RuntimeError: naming the argument and what was received, when the dtypes,
             shapes or devices are not as above.
     """
-    if _functorch_active():
-        return _Product.apply(a, b, c)
+    if _python_derivatives is not None and _functorch_active():
+        return _python_derivatives(a, b, c)
     if _is_dynamo_compiling():
         return _mymuladd(a, b, c)
     try:
@@ -88,8 +89,8 @@ def mymul(a: Tensor, b: Tensor) -> Tensor:
     Same arguments, output layout and errors as :func:`mymuladd`, without ``c``.
     Differentiable to any order: its backward is built from ``mymul`` itself.
     """
-    if _functorch_active():
-        return _Product.apply(a, b, None)
+    if _python_derivatives is not None and _functorch_active():
+        return _python_derivatives(a, b, None)
     if _is_dynamo_compiling():
         return _mymul(a, b)
     try:
@@ -120,86 +121,6 @@ def myadd_out(a: Tensor, b: Tensor, out: Tensor) -> None:
     except (RuntimeError, NotImplementedError):
         _checks.raise_if_none("myadd_out", a=a, b=b, out=out)
         raise
-
-
-# Derivatives. d(a * b + c) = da * b + a * db, for mymuladd and mymul alike.
-
-
-class _Product(torch.autograd.Function):
-    """mymul (``c is None``) and mymuladd, differentiable: the one place
-    their derivatives are written.
-
-    Backward ``grad * b``, ``grad * a`` and tangent ``ta * b + a * tb``, all
-    through :func:`mymul`, so every order of derivative runs our kernels.
-    Every call that records a backward runs it: the Autograd kernels hand
-    such calls to :func:`differentiable` (csrc/autograd.cpp; the stable
-    package's _autograd.py), and under torch.func the public functions apply
-    it directly. In forward mode the Autograd kernels attach :func:`tangent`,
-    the same formula as ``jvp`` below. Under vmap the forward is vmapped
-    through the ops' batching rules (register_vmap below), and so are
-    backward and jvp.
-    """
-
-    generate_vmap_rule = True
-
-    @staticmethod
-    def forward(a: Tensor, b: Tensor, c: Optional[float]) -> Tensor:
-        return _mymul(a, b) if c is None else _mymuladd(a, b, c)
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        a, b, _ = inputs
-        # Each gradient needs the other factor only; the tangent needs both.
-        ctx.save_for_backward(
-            b if ctx.needs_input_grad[0] else None, a if ctx.needs_input_grad[1] else None
-        )
-        ctx.save_for_forward(a, b)
-
-    @staticmethod
-    def backward(ctx, grad):
-        b, a = ctx.saved_tensors
-        grad_a = mymul(grad, b) if ctx.needs_input_grad[0] else None
-        grad_b = mymul(grad, a) if ctx.needs_input_grad[1] else None
-        return grad_a, grad_b, None
-
-    @staticmethod
-    def jvp(ctx, ta, tb, _):
-        a, b = ctx.saved_tensors
-        return _tangent(a, b, ta, tb, mymul)
-
-
-def _tangent(a: Tensor, b: Tensor, ta: Optional[Tensor], tb: Optional[Tensor], mul) -> Tensor:
-    """The tangent of a * b (+ c): ta * b + a * tb, either of ta, tb None."""
-    terms = [mul(t, x) for t, x in ((ta, b), (tb, a)) if t is not None]
-    return terms[0] if len(terms) == 1 else terms[0] + terms[1]
-
-
-_is_grad_tracking = torch._C._functorch.is_gradtrackingtensor
-
-
-def differentiable(op: str, a: Tensor, b: Tensor, c: Optional[float] = None) -> Tensor:
-    """``op`` (mymuladd or mymul) on a, b with its derivatives recorded.
-
-    What the Autograd kernels run for a call that has a gradient to record.
-    A raw ``torch.ops`` call under a torch.func
-    transform that needs its gradient cannot be differentiated from inside
-    the dispatcher; it is refused with the way out (the public function).
-    """
-    if any(_is_grad_tracking(t) and t.requires_grad for t in (a, b)):
-        raise RuntimeError(_checks.message("raw_op_under_func_grad", namespace=_NAMESPACE, op=op))
-    return _Product.apply(a, b, c)
-
-
-def tangent(a: Tensor, b: Tensor, ta: Optional[Tensor], tb: Optional[Tensor]) -> Tensor:
-    """The tangent of mymul(a, b) or mymuladd(a, b, c) for input tangents ta,
-    tb: what the Autograd kernels attach to the output in forward mode.
-
-    Through the raw op, not the public function: it runs inside a dispatcher
-    kernel, where an autograd.Function cannot be applied under torch.func,
-    and mymul's own Autograd kernel still differentiates it again for a
-    higher-order derivative.
-    """
-    return _tangent(a, b, ta, tb, _mymul)
 
 
 # Fake kernels: run by FakeTensor under torch.compile / torch.export instead of

@@ -2,9 +2,10 @@
 
 ``add(project, name)`` adds a one-input op, ``mysquare(a) = a * a``, to a
 package made by scripts/copy_op.py: a schema, a functor, a CPU kernel and its
-``m.impl`` line, and the Python function, fake kernel and derivative. The
-page shows the snippets between the ``[name]`` markers below, so what it
-shows is what tests/test_copy_op.py builds and runs the harness on.
+``m.impl`` line, the derivatives and their Autograd kernel, and the Python
+function, fake kernel and batching rule. The page shows the snippets between
+the ``[name]`` markers below, so what it shows is what tests/test_copy_op.py
+builds and runs the harness on.
 """
 
 from __future__ import annotations
@@ -50,6 +51,45 @@ IMPL = """\
 """
 # [end impl]
 
+# [autograd] csrc/autograd.cpp, beside mymul_autograd:
+AUTOGRAD = """\
+// d(a * a) = 2 * a * da: mysquare's backward and tangent.
+struct SquareBackward : torch::autograd::TraceableFunction {
+  SavedVariable a;
+
+  variable_list apply(variable_list&& grads) override {
+    const at::Tensor& grad = grads[0];
+    return {grad.defined() ? grad.mul(a.unpack()).mul(2) : at::Tensor()};
+  }
+
+  std::string name() const override { return "SquareBackward"; }
+
+  void release_variables() override {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    a.reset_data();
+  }
+};
+
+at::Tensor mysquare_autograd(c10::DispatchKeySet ks, const at::Tensor& a) {
+  static const auto mysquare = op<at::Tensor(const at::Tensor&)>("extension_cpp::mysquare");
+  auto node = backward_node<SquareBackward>(a);
+  if (node) {
+    node->a = SavedVariable(a, /*is_output=*/false);
+  }
+  return with_derivatives(
+      node, [&] { return mysquare.redispatch(below_autograd(ks), a); },
+      [&] { return tangent(a).mul(primal(a)).mul(2); }, a);
+}
+
+"""
+# [end autograd]
+
+# [autograd impl] csrc/autograd.cpp, inside TORCH_LIBRARY_IMPL(<package>, Autograd, m):
+AUTOGRAD_IMPL = """\
+  m.impl("mysquare", &mysquare_autograd);
+"""
+# [end autograd impl]
+
 # [python] <package>/ops.py, at the end:
 PYTHON = '''
 
@@ -68,18 +108,6 @@ def _mysquare_fake(a: Tensor) -> Tensor:
     return _checks.elementwise_output(a, a)
 
 
-def _mysquare_backward(ctx, grad: Tensor) -> Tensor:
-    (a,) = ctx.saved_tensors
-    return grad * 2 * a
-
-
-torch.library.register_autograd(
-    f"{_NAMESPACE}::mysquare",
-    _mysquare_backward,
-    setup_context=lambda ctx, inputs, output: ctx.save_for_backward(inputs[0]),
-)
-
-
 @torch.library.register_vmap(f"{_NAMESPACE}::mysquare")
 def _mysquare_vmap(info, in_dims, a: Tensor):
     return _mysquare(a), in_dims[0]  # elementwise: the batch dimension stays put
@@ -93,6 +121,8 @@ EDITS = [
     ("csrc/elementwise.h", "// A one-input functor f(x)", FUNCTOR, True),
     ("csrc/cpu/ops_cpu.cpp", "at::Tensor mymul_cpu(", KERNEL, True),
     ("csrc/cpu/ops_cpu.cpp", "TORCH_LIBRARY_IMPL({package}, CPU, m) {{", IMPL, False),
+    ("csrc/autograd.cpp", "bool requires_grad(const at::Tensor& t)", AUTOGRAD, True),
+    ("csrc/autograd.cpp", "TORCH_LIBRARY_IMPL({package}, Autograd, m) {{", AUTOGRAD_IMPL, False),
 ]
 
 
@@ -107,6 +137,7 @@ def add(project: Path, package: str) -> set[str]:
     """Adds mysquare to the package in project; returns the files it changed."""
     changed = set()
     for file, anchor, text, before in EDITS:
+        text = text.replace("extension_cpp::", f"{package}::")
         _insert(project / file, anchor.format(package=package), text, before)
         changed.add(file)
     ops_py = project / package / "ops.py"

@@ -3,7 +3,7 @@ rename, add an op, build, test.
 
 The copy is renamed as the page shows (package and namespace myproject,
 mymuladd -> fused_scale), gets the page's one-input op mysquare
-(tests/add_an_op.py: four product files), is built for the CPU only
+(tests/add_an_op.py: five product files), is built for the CPU only
 (MYPROJECT_CUDA=0) with the page's build command, and must pass its own
 conformance suite against torch.ops.myproject, and the harness on mysquare.
 `make test-copy` (EXTENSION_CPP_COPY_SUITE=full) runs the copy's whole
@@ -36,7 +36,13 @@ SUITE = [
 SELECT = "not test_harness or opcheck or gradcheck or compile"
 FULL = os.environ.get("EXTENSION_CPP_COPY_SUITE") == "full"
 # The product files a one-input op touches (docs/copy_your_own_op.md).
-ADDED_OP_FILES = {"csrc/ops.cpp", "csrc/elementwise.h", "csrc/cpu/ops_cpu.cpp", "myproject/ops.py"}
+ADDED_OP_FILES = {
+    "csrc/ops.cpp",
+    "csrc/elementwise.h",
+    "csrc/cpu/ops_cpu.cpp",
+    "csrc/autograd.cpp",
+    "myproject/ops.py",
+}
 
 
 def test_names_match_whole_words_only():
@@ -148,22 +154,32 @@ def test_renamed_copy_builds_and_passes_its_conformance_suite(renamed_copy, buil
 
 ADDED_OP_CHECK = """
 import torch, myproject
-from extension_cpp_testing import OpSpec, run_all
+from extension_cpp_testing import MODES, OpSpec, run_all
 
 a = torch.tensor([1.5, -2.0, 3.0])
 assert torch.equal(myproject.mysquare(a), a * a)
-spec = OpSpec(myproject.mysquare, reference=lambda a: a * a, arity=1)
-failures = run_all(spec)
-assert not failures, {check: [str(f) for f in fs] for check, fs in failures.items()}
-print("cases", len([c for c in spec.cases() if not c.skip_reason]))
+# The harness's defaults, then every autodiff mode claimed, on the public
+# function and on the raw op.
+specs = [
+    OpSpec(myproject.mysquare, reference=lambda a: a * a, arity=1),
+    OpSpec(myproject.mysquare, reference=lambda a: a * a, arity=1, autodiff=tuple(MODES),
+           checks=("autodiff",)),
+    OpSpec(torch.ops.myproject.mysquare.default, reference=lambda a: a * a, arity=1,
+           autodiff=tuple(MODES), checks=("autodiff",)),
+]
+for spec in specs:
+    failures = run_all(spec)
+    assert not failures, {check: [str(f) for f in fs] for check, fs in failures.items()}
+print("cases", len([c for c in specs[0].cases() if not c.skip_reason]))
 """
 
 
 @pytest.mark.slow
 def test_added_op_passes_the_harness(renamed_copy, built_copy):
-    """mysquare, added to four product files, passes every check of the
+    """mysquare, added to five product files, passes every check of the
     harness that runs here (results, strides, fake, opcheck, gradcheck,
-    compile, export, errors) on every layout and dtype."""
+    compile, export, errors) on every layout and dtype, and every autodiff
+    mode."""
     run = subprocess.run(
         [sys.executable, "-c", ADDED_OP_CHECK],
         cwd=renamed_copy,

@@ -5,10 +5,9 @@ Modes (extension_cpp.testing.MODES): reverse mode, torch.func.{grad, vjp,
 jacrev, jacfwd, hessian, jvp}, vmap of grad, and torch.autograd.forward_ad.
 Every mode on the public functions is checked by the harness
 (test_harness.py, the autodiff check); here, torch.ops.extension_cpp
-directly (forward mode works there; the reverse-mode torch.func transforms
-raise an error that names the op and the way out), and what is specific to
-our ops: derivatives that run our mymul, the out= op's refusals, and the
-modes under torch.compile.
+directly (every mode works there too: the derivatives live in the C++
+Autograd kernels), and what is specific to our ops: derivatives that run
+our mymul, the out= op's refusals, and the modes under torch.compile.
 """
 
 import pytest
@@ -29,10 +28,13 @@ def _run(mode, f, a, b, ta, tb):
     return MODES[mode](f, [a, b], [ta, tb])
 
 
-# Modes that the raw ops (torch.ops.<package>.*) support directly: forward mode lives
-# in the C++ autograd kernel; torch.func's reverse-mode transforms need the
-# public functions (see test_raw_op_under_func_grad_names_the_way_out).
-RAW_MODES = ["reverse", "jvp", "jvp-first-only", "jacfwd", "forward_ad", "forward_ad-last-only"]
+# torch.func's reverse-mode transforms. The stable build's derivatives are a
+# Python autograd.Function, which these reach only through the public
+# functions (see test_raw_op_under_func_grad_names_the_way_out); the classic
+# build's are C++ Autograd kernels, which every transform sees through.
+FUNC_REVERSE = ["grad", "vjp", "jacrev", "hessian", "vmap-grad", "forward-over-reverse"]
+# The modes the raw ops (torch.ops.<package>.*) support.
+RAW_MODES = [m for m in MODES if not (STABLE and m in FUNC_REVERSE)]
 
 
 def _inputs(device):
@@ -55,7 +57,8 @@ def test_raw_op_mode_matches_torch(op_name, device, mode):
     _check_mode(mode, OPS[op_name].raw, OPS[op_name].as_torch, device)
 
 
-@pytest.mark.parametrize("mode", ["grad", "vjp", "jacrev", "hessian", "vmap-grad"])
+@pytest.mark.skipif(not STABLE, reason="the classic build's raw ops support every transform")
+@pytest.mark.parametrize("mode", FUNC_REVERSE)
 @pytest.mark.parametrize("op_name", FUNCTIONAL)
 def test_raw_op_under_func_grad_names_the_way_out(op_name, mode):
     with pytest.raises(RuntimeError, match=rf"torch.ops.{PACKAGE}.{op_name} was called under"):
@@ -112,13 +115,13 @@ def test_myadd_out_refuses_func_jvp():
 
 
 # ---------------------------------------------------------------------------
-# Under torch.compile: forward mode and vmap compile with fullgraph; a
-# torch.func reverse-mode transform inside the compiled region is refused
-# (Dynamo traces the autograd.Function's forward without its backward), with
-# the op's own message, never a zero gradient.
+# Under torch.compile(fullgraph=True): the classic build's every torch.func
+# mode and vmap compile and give the derivative. The stable build's Python
+# derivatives compile under vmap only.
 # ---------------------------------------------------------------------------
 
-COMPILED_MODES = ["jvp", "jvp-first-only", "jacfwd", "vmap"]
+# torch.autograd.grad itself ("reverse") is not traced by Dynamo, whatever the op.
+COMPILED_MODES = [*(m for m in MODES if m != "reverse"), "vmap"]
 
 
 # Inductor's lowering of jacfwd's basis calls a deprecated torch helper.
@@ -129,15 +132,18 @@ COMPILED_MODES = ["jvp", "jvp-first-only", "jacfwd", "vmap"]
 def test_compiled_mode_matches_torch(op_name, device, mode):
     if STABLE and mode != "vmap":
         # The stable build's Autograd kernel is Python (stable/extension_cpp_stable/
-        # _autograd.py): its tangent comes from fwAD.make_dual, which AOTAutograd
-        # refuses to trace ("Nested forward mode AD is not supported"). Eager
-        # forward mode works: test_mode_matches_torch, test_raw_op_mode_matches_torch.
-        pytest.skip("stable-ABI build: forward mode in a Python Autograd kernel does not compile")
-    if mode == "jacfwd" and torch.torch_version.TorchVersion(torch.__version__) < (2, 14):
-        # Seen on torch 2.11 (the GPU machine): Dynamo cannot trace jacfwd's
-        # own basis (torch/_functorch/eager_transforms.py fills
-        # chunk.diagonal(offset) with a data-dependent offset) whatever the
-        # function is. torch 2.14 traces it.
+        # _autograd.py): AOTAutograd refuses to trace its tangent ("Nested
+        # forward mode AD is not supported"), and Dynamo its autograd.Function
+        # under a reverse-mode transform; a failed attempt leaves a dual level
+        # open for later tests. Eager, every mode works (test_raw_op_mode_matches_torch).
+        pytest.skip("stable-ABI build: its Python derivatives compile under vmap only")
+    if mode in ("jacfwd", "hessian") and torch.torch_version.TorchVersion(torch.__version__) < (
+        2,
+        14,
+    ):
+        # Dynamo before torch 2.14 cannot trace jacfwd's own basis
+        # (torch/_functorch/eager_transforms.py fills chunk.diagonal(offset)
+        # with a data-dependent offset), whatever the function is.
         pytest.skip("torch < 2.14: Dynamo cannot trace func.jacfwd's basis construction")
 
     def run(f, a, b, ta, tb):
@@ -146,21 +152,7 @@ def test_compiled_mode_matches_torch(op_name, device, mode):
         return _run(mode, f, a, b, ta, tb)
 
     a, b, ta, tb = _inputs(device)
+    want = run(OPS[op_name].as_torch, a, b, ta, tb)
     torch._dynamo.reset()
     compiled = torch.compile(lambda *args: run(OPS[op_name].call, *args), fullgraph=True)
-    torch.testing.assert_close(compiled(a, b, ta, tb), run(OPS[op_name].as_torch, a, b, ta, tb))
-
-
-@pytest.mark.parametrize("op_name", FUNCTIONAL)
-def test_compiled_func_grad_raises_instead_of_a_wrong_gradient(op_name):
-    a, b, _, _ = _inputs("cpu")
-    torch._dynamo.reset()
-    compiled = torch.compile(
-        lambda a, b: _run("grad", OPS[op_name].call, a, b, None, None), fullgraph=True
-    )
-    # Up to torch 2.14 Dynamo traces into the op, whose Autograd kernel names
-    # the public function; torch 2.15's Dynamo refuses the autograd.Function
-    # with a custom jvp (ops._Product) before that. Either way: an error.
-    refused = f"{PACKAGE}.{op_name} was called under|Unsupported custom jvp"
-    with pytest.raises(Exception, match=refused):
-        compiled(a, b)
+    torch.testing.assert_close(compiled(a, b, ta, tb), want)

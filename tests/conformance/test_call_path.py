@@ -10,11 +10,15 @@ OpOverload to save about 0.2 us a call; docs/performance.md says why it went.)
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
+import torch.autograd.forward_ad as fwAD
 from torch.overrides import TorchFunctionMode
 
-from .cases import PACKAGE, pkg
+from .cases import PACKAGE, STABLE, pkg
 
 CALLS = {
     "mymuladd": (lambda a, b: pkg.mymuladd(a, b, 0.5), f"{PACKAGE}.mymuladd.default"),
@@ -112,3 +116,58 @@ def test_export_records_the_ops(strict):
         f"{PACKAGE}.myadd_out.default",
     } <= targets
     torch.testing.assert_close(exported.module()(a, b), M()(a, b))
+
+
+# What a call runs in Python, from the public function to the kernel and
+# back through its derivatives: (file, function) of each Python frame entered.
+def _python_frames(run) -> list[tuple[str, str]]:
+    frames = []
+
+    def profile(frame, event, arg):
+        if event == "call":
+            frames.append((frame.f_code.co_filename, frame.f_code.co_name))
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return frames
+
+
+def _differentiate(mode, op_name):
+    a, b, t = (torch.randn(3, dtype=torch.float64) for _ in range(3))
+    call, _ = CALLS[op_name]
+    if mode == "backward":
+        a.requires_grad_()
+        return lambda: torch.autograd.grad(call(a, b), a, t, create_graph=True)
+    if mode == "forward_ad":
+
+        def run():
+            with fwAD.dual_level():
+                call(fwAD.make_dual(a, t), b)
+
+        return run
+    a.requires_grad_()
+    return lambda: call(a, b)
+
+
+@pytest.mark.skipif(STABLE, reason="the stable build's derivatives are Python (its _autograd.py)")
+@pytest.mark.parametrize("mode", ["forward", "backward", "forward_ad"])
+@pytest.mark.parametrize("op_name", ["mymuladd", "mymul"])
+def test_a_differentiable_call_runs_no_python_of_ours(op_name, mode):
+    """From the public function on, a call that records a gradient, its
+    backward (of any order) and its tangent run in C++: no frame of this
+    package's Python but the public function, and none of torch's Python
+    autograd.Function or torch.library machinery."""
+    run = _differentiate(mode, op_name)
+    frames = _python_frames(run)
+    package = str(Path(pkg.__file__).parent)
+    ours = [name for file, name in frames if file.startswith(package)]
+    assert ours == [op_name], frames
+    machinery = [
+        (file, name)
+        for file, name in frames
+        if file.endswith(("autograd/function.py", "_library/autograd.py", "_library/custom_ops.py"))
+    ]
+    assert not machinery, machinery

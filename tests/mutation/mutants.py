@@ -29,13 +29,8 @@ PYTHON = {
             C + "test_autodiff_modes.py",
             C + "test_layout_rule.py",
             C + "test_call_path.py",
-            # The harness's autodiff check: torch.func's modes through the
-            # public functions (ops._Product's jvp).
             HARNESS_CPU,
         ],
-    },
-    "extension_cpp/_autograd.py": {
-        "tests": [C + "test_autograd.py", C + "test_autodiff_modes.py"],
     },
     "extension_cpp/_autocast.py": {"tests": [C + "test_autocast.py"]},
     # The harness: its checks must fail on the zoo's bugs and pass on good ops.
@@ -99,13 +94,6 @@ PLANTED = [
         "new": "if False:",
     },
     {
-        "bug": "_Product.backward computes grad_b from b",
-        "path": "extension_cpp/ops.py",
-        "after": "def backward(ctx, grad)",
-        "old": "grad_b = mymul(grad, a)",
-        "new": "grad_b = mymul(grad, b)",
-    },
-    {
         "bug": "myadd_out's fake kernel checks nothing",
         "path": "extension_cpp/ops.py",
         "after": "def _myadd_out_fake",
@@ -138,6 +126,7 @@ CPP_TESTS = {
         C + "test_layout_rule.py",
     ],
     "csrc/cpu/elementwise_cpu.h": [C + "test_correctness.py", PATHS],
+    "csrc/autograd.cpp": [C + "test_autograd.py", C + "test_autodiff_modes.py"],
     "csrc/fast/layout.h": [PATHS, C + "test_correctness.py"],
     "csrc/fast/cpu/elementwise.h": [PATHS, C + "test_correctness.py"],
 }
@@ -153,6 +142,7 @@ OPS = "csrc/ops.cpp"
 EW = "csrc/elementwise.h"
 CPU = "csrc/cpu/ops_cpu.cpp"
 LOOP = "csrc/cpu/elementwise_cpu.h"
+AUTOGRAD = "csrc/autograd.cpp"
 
 CPP = [
     # The checks' words and conditions.
@@ -265,6 +255,13 @@ CPP = [
         "for (int64_t i = begin; i + 1 < end; ++i) {",
     ),
     _m(LOOP, "static_cast<T>(b[o.b])", "static_cast<T>(b[o.a])"),
+    # The derivatives.
+    _m(AUTOGRAD, "result[1] = mymul(grad, a.unpack());", "result[1] = mymul(grad, b.unpack());"),
+    _m(AUTOGRAD, "result = mymul(ta, primal(b));", "result = mymul(ta, primal(a));"),
+    _m(AUTOGRAD, "result.defined() ? result.add(term) : term;", "term;"),
+    _m(AUTOGRAD, "if (should_compute_output(1)) {\n      a =", "if (false) {\n      a ="),
+    _m(AUTOGRAD, "if ((torch::autograd::isFwGradDefined(inputs) || ...))", "if (false)"),
+    _m(AUTOGRAD, "torch::autograd::set_history(out, node);", ""),
     # The fast kernels' dispatch.
     _m(
         "csrc/fast/layout.h",
