@@ -15,6 +15,7 @@ has no layout to merge.
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import pytest
@@ -24,23 +25,23 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from .cases import OPS, devices, requires_cuda
 
 
-def _dtypes() -> list[torch.dtype]:
-    """Every dtype of torch's that a tensor can have and an op kernel can be
-    called with: not the quantized ones, which have no kernel to reach."""
+@functools.cache
+def dtypes(device: str) -> list[torch.dtype]:
+    """Every dtype of torch's that a tensor on `device` can have, but the
+    quantized ones, whose tensors have no kernel of ours to reach."""
     found = []
     for dtype in sorted({v for v in vars(torch).values() if isinstance(v, torch.dtype)}, key=str):
         with warnings.catch_warnings():  # complex32 and the like: "experimental"
             warnings.simplefilter("ignore")
             try:
-                if torch.empty(1, dtype=dtype).is_quantized:
+                if torch.empty(1, dtype=dtype, device=device).is_quantized:
                     continue
-            except RuntimeError:
+            except RuntimeError:  # a dtype this device cannot hold
                 continue
         found.append(dtype)
     return found
 
 
-DTYPES = _dtypes()
 POSITIONS = {name: ["a", "b", "out"] if op.out else ["a", "b"] for name, op in OPS.items()}
 
 
@@ -99,7 +100,7 @@ def test_every_dtype_in_every_position(device, op, position):
     """One argument of each dtype, the others float32: the dtype check, then
     the pair check (two floating dtypes that differ)."""
     cases = {}
-    for dtype in DTYPES:
+    for dtype in dtypes(device):
         tensors = {name: empty(3, device=device) for name in POSITIONS[op]}
         tensors[position] = empty(3, dtype=dtype, device=device)
         cases[str(dtype)] = call_args(op, *tensors.values())
@@ -117,7 +118,7 @@ def test_every_pair_of_shapes(device, op):
     for sa in SHAPES:
         for sb in SHAPES:
             a, b = empty(*sa, device=device), empty(*sb, device=device)
-            if OPS[op].out:  # out like b: the pair check of out and a
+            if OPS[op].out:  # (a, b, out) of shapes (sa, sa, sb): out against a
                 cases[f"{sa} {sa} {sb}"] = call_args(op, a, empty(*sa, device=device), b)
             cases[f"{sa} {sb}"] = call_args(op, a, b, empty(*sa, device=device))
     assert_agree(op, cases)
@@ -130,8 +131,8 @@ def test_none_in_every_position(op):
         tensors = {name: empty(3) for name in POSITIONS[op]}
         tensors[position] = None
         cases[f"{position} None"] = call_args(op, *tensors.values())
-        # Every other argument None too needs one tensor left, or the
-        # dispatcher finds no kernel at all (test_errors.py).
+        # Of three arguments, two None beside one tensor (with no tensor at
+        # all, no kernel runs: test_errors.py).
         if len(tensors) > 2:
             others = {name: None for name in tensors}
             others[[n for n in tensors if n != position][0]] = empty(3)
