@@ -62,23 +62,36 @@ c10::DispatchKeySet below_autograd(c10::DispatchKeySet ks) {
 // own levels onto it).
 constexpr uint64_t kLevel = 0;
 
+// A new Backward node. Autograd owns its nodes through c10::intrusive_ptr
+// from torch 2.14 on, through std::shared_ptr with torch::autograd::deleteNode
+// (found by argument-dependent lookup, so that only older torch needs it)
+// before.
+template <typename Backward>
+auto make_node() {
+  if constexpr (std::is_base_of_v<c10::intrusive_ptr_target, torch::autograd::Node>) {
+    return c10::make_intrusive<Backward>();
+  } else {
+    return std::shared_ptr<Backward>(new Backward(), [](Backward* node) { deleteNode(node); });
+  }
+}
+
 // A new backward node of type Backward for an op of `inputs`, or null when no
 // gradient is recorded (grad mode off, or no input requires grad).
 template <typename Backward, typename... Inputs>
-c10::intrusive_ptr<Backward> backward_node(const Inputs&... inputs) {
+auto backward_node(const Inputs&... inputs) {
   if (!torch::autograd::compute_requires_grad(inputs...)) {
-    return {};
+    return decltype(make_node<Backward>()){};
   }
-  auto node = c10::make_intrusive<Backward>();
+  auto node = make_node<Backward>();
   node->set_next_edges(torch::autograd::collect_next_edges(inputs...));
   return node;
 }
 
 // `below()` run below autograd, its output given `node` as its grad_fn (if
 // any) and `make_tangent()` as its tangent if any of `inputs` has one.
-template <typename Node, typename Below, typename MakeTangent, typename... Inputs>
-at::Tensor with_derivatives(const c10::intrusive_ptr<Node>& node, Below below,
-                            MakeTangent make_tangent, const Inputs&... inputs) {
+template <typename NodePtr, typename Below, typename MakeTangent, typename... Inputs>
+at::Tensor with_derivatives(const NodePtr& node, Below below, MakeTangent make_tangent,
+                            const Inputs&... inputs) {
   at::Tensor out;
   {
     const at::AutoDispatchBelowADInplaceOrView guard;
