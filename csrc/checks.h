@@ -1,11 +1,11 @@
 // The words of every error the ops raise, for every binding.
 //
 // Each message is written once, in kMessages below, with {named} fields.
-// The classic kernels raise them through TORCH_CHECK (csrc/ops.cpp), the
-// stable-ABI ones as std::runtime_error (csrc/stable/ops.cpp), and the fake
-// kernels in Python read the same table from the built library
-// (extension_cpp/_checks.py, through csrc/python_module.cpp), so an eager call
-// and a torch.compile'd call fail with the same words. Nothing here includes
+// The checks of both C++ bindings (input_checks.h) raise them, through
+// TORCH_CHECK in the classic build and as std::runtime_error in the
+// stable-ABI one, and the fake kernels in Python read the same table from the
+// built library (extension_cpp/_checks.py, through csrc/python_module.cpp),
+// so an eager call and a torch.compile'd call fail with the same words. Nothing here includes
 // ATen or c10, so every binding can include it.
 #pragma once
 

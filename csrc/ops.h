@@ -9,6 +9,7 @@
 
 namespace extension_cpp {
 
+// The checks of input_checks.h, on at::Tensor (csrc/ops.cpp).
 // mymuladd, mymul: a and b must be floating-point tensors of one dtype,
 // device and shape, in that order (the errors say what was received).
 void check_inputs(const char* op, const at::Tensor& a, const at::Tensor& b);

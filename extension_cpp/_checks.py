@@ -1,10 +1,12 @@
 """The kernels' input checks, for the fake kernels, in the kernels' words.
 
-The real kernels check their inputs in C++ (csrc/ops.cpp); under
-torch.compile and torch.export the fake kernels run instead, so they repeat
-the checks in the same order. The words are not repeated: every message is
-written once, in csrc/checks.h, and reaches Python as ``_C.MESSAGES``. The
-conformance suite asserts that an eager call and a compiled call fail alike.
+The real kernels check their inputs in C++ (csrc/input_checks.h); under
+torch.compile and torch.export the fake kernels run instead, on FakeTensors,
+so they repeat the checks in the same order. The words are not repeated:
+every message is written once, in csrc/checks.h, and reaches Python as
+``_C.MESSAGES``. The conformance suite asserts that an eager call and a
+compiled call fail alike (test_errors.py), and that the C++ and Python checks
+give the same answer case by case (test_check_parity.py).
 """
 
 import torch
@@ -47,7 +49,7 @@ def check_rank(op: str, a: torch.Tensor) -> None:
 
 
 def check_input(op: str, a: torch.Tensor) -> None:
-    """A one-input op's check (csrc/ops.cpp's check_input)."""
+    """A one-input op's check (csrc/input_checks.h's check_input)."""
     check_dtype(op, "a", a)
     check_rank(op, a)
 

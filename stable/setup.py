@@ -90,7 +90,7 @@ def extension():
             extra_link_args=link_flags,
             py_limited_api=True,
         )
-    # The classic build's CUDA kernels (csrc/cuda/elementwise_cuda.cuh and
+    # The classic build's CUDA kernels (csrc/loops.cuh: csrc/cuda/ and
     # csrc/fast/cuda/) with a stable-ABI launcher. USE_CUDA makes the C shim declare its CUDA calls
     # (the current stream).
     build_options.set_cuda_archs()

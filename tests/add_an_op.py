@@ -35,9 +35,8 @@ at::Tensor mysquare_cpu(const at::Tensor& a) {
   at::Tensor out = new_output(a, a);
   const BinaryLayout layout = merged_layout("mysquare", out, a);
   AT_DISPATCH_V2(a.scalar_type(), "mysquare_cpu", AT_WRAP([&] {
-                   cpu::elementwise_cpu(out.mutable_data_ptr<scalar_t>(),
-                                        a.const_data_ptr<scalar_t>(), layout,
-                                        SquareOp<opmath_t<scalar_t>>{});
+                   elementwise_cpu(out.mutable_data_ptr<scalar_t>(), a.const_data_ptr<scalar_t>(),
+                                   layout, SquareOp<opmath_t<scalar_t>>{});
                  }),
                  AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
   return out;

@@ -1,15 +1,16 @@
 // The CPU kernels of mymuladd, mymul and myadd_out.
 //
 // Each kernel checks its arguments (ops.h), makes or checks the output, and
-// runs elementwise_cpu (elementwise_cpu.h) with its op's functor
-// (elementwise.h) for the tensors' dtype. float16 and bfloat16 are computed
+// runs elementwise_cpu (csrc/loops.h: the simple loop of elementwise_cpu.h,
+// or the tuned ones) with its op's functor (elementwise.h) for the tensors'
+// dtype. float16 and bfloat16 are computed
 // in float (opmath_t) and rounded once when stored.
 #include <ATen/Dispatch_v2.h>
 #include <ATen/EmptyTensor.h>
 #include <torch/library.h>
 
+#include "../loops.h"
 #include "../ops.h"
-#include "elementwise_cpu.h"
 
 namespace extension_cpp {
 namespace {
@@ -29,9 +30,9 @@ at::Tensor mymuladd_cpu(const at::Tensor& a, const at::Tensor& b, double c) {
   const BinaryLayout layout = merged_layout("mymuladd", out, a, b);
   AT_DISPATCH_V2(a.scalar_type(), "mymuladd_cpu", AT_WRAP([&] {
                    using T = opmath_t<scalar_t>;
-                   cpu::elementwise_cpu(out.mutable_data_ptr<scalar_t>(),
-                                        a.const_data_ptr<scalar_t>(), b.const_data_ptr<scalar_t>(),
-                                        layout, MulAddOp<T>{static_cast<T>(c)});
+                   elementwise_cpu(out.mutable_data_ptr<scalar_t>(), a.const_data_ptr<scalar_t>(),
+                                   b.const_data_ptr<scalar_t>(), layout,
+                                   MulAddOp<T>{static_cast<T>(c)});
                  }),
                  AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
   return out;
@@ -42,9 +43,9 @@ at::Tensor mymul_cpu(const at::Tensor& a, const at::Tensor& b) {
   at::Tensor out = new_output(a, b);
   const BinaryLayout layout = merged_layout("mymul", out, a, b);
   AT_DISPATCH_V2(a.scalar_type(), "mymul_cpu", AT_WRAP([&] {
-                   cpu::elementwise_cpu(out.mutable_data_ptr<scalar_t>(),
-                                        a.const_data_ptr<scalar_t>(), b.const_data_ptr<scalar_t>(),
-                                        layout, MulOp<opmath_t<scalar_t>>{});
+                   elementwise_cpu(out.mutable_data_ptr<scalar_t>(), a.const_data_ptr<scalar_t>(),
+                                   b.const_data_ptr<scalar_t>(), layout,
+                                   MulOp<opmath_t<scalar_t>>{});
                  }),
                  AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
   return out;
@@ -56,9 +57,9 @@ void myadd_out_cpu(const at::Tensor& a, const at::Tensor& b, const at::Tensor& o
   check_out("myadd_out", a, b, out);
   const BinaryLayout layout = merged_layout("myadd_out", out, a, b);
   AT_DISPATCH_V2(a.scalar_type(), "myadd_out_cpu", AT_WRAP([&] {
-                   cpu::elementwise_cpu(out.mutable_data_ptr<scalar_t>(),
-                                        a.const_data_ptr<scalar_t>(), b.const_data_ptr<scalar_t>(),
-                                        layout, AddOp<opmath_t<scalar_t>>{});
+                   elementwise_cpu(out.mutable_data_ptr<scalar_t>(), a.const_data_ptr<scalar_t>(),
+                                   b.const_data_ptr<scalar_t>(), layout,
+                                   AddOp<opmath_t<scalar_t>>{});
                  }),
                  AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
 }

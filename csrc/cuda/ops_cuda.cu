@@ -1,15 +1,15 @@
 // The CUDA kernels of mymuladd, mymul and myadd_out.
 //
 // The same three kernels as csrc/cpu/ops_cpu.cpp, launching elementwise_cuda
-// (elementwise_cuda.cuh) on the current stream of the inputs' device.
+// (csrc/loops.cuh) on the current stream of the inputs' device.
 #include <ATen/Dispatch_v2.h>
 #include <ATen/cuda/EmptyTensor.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
+#include "../loops.cuh"
 #include "../ops.h"
-#include "elementwise_cuda.cuh"
 
 namespace extension_cpp {
 namespace {
@@ -29,10 +29,9 @@ at::Tensor mymuladd_cuda(const at::Tensor& a, const at::Tensor& b, double c) {
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   AT_DISPATCH_V2(a.scalar_type(), "mymuladd_cuda", AT_WRAP([&] {
                    using T = opmath_t<scalar_t>;
-                   cuda::elementwise_cuda(out.mutable_data_ptr<scalar_t>(),
-                                          a.const_data_ptr<scalar_t>(),
-                                          b.const_data_ptr<scalar_t>(), layout,
-                                          MulAddOp<T>{static_cast<T>(c)}, stream);
+                   elementwise_cuda(out.mutable_data_ptr<scalar_t>(), a.const_data_ptr<scalar_t>(),
+                                    b.const_data_ptr<scalar_t>(), layout,
+                                    MulAddOp<T>{static_cast<T>(c)}, stream);
                  }),
                  AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
   return out;
@@ -45,9 +44,9 @@ at::Tensor mymul_cuda(const at::Tensor& a, const at::Tensor& b) {
   const BinaryLayout layout = merged_layout("mymul", out, a, b);
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   AT_DISPATCH_V2(a.scalar_type(), "mymul_cuda", AT_WRAP([&] {
-                   cuda::elementwise_cuda(
-                       out.mutable_data_ptr<scalar_t>(), a.const_data_ptr<scalar_t>(),
-                       b.const_data_ptr<scalar_t>(), layout, MulOp<opmath_t<scalar_t>>{}, stream);
+                   elementwise_cuda(out.mutable_data_ptr<scalar_t>(), a.const_data_ptr<scalar_t>(),
+                                    b.const_data_ptr<scalar_t>(), layout,
+                                    MulOp<opmath_t<scalar_t>>{}, stream);
                  }),
                  AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
   return out;
@@ -59,9 +58,9 @@ void myadd_out_cuda(const at::Tensor& a, const at::Tensor& b, const at::Tensor& 
   const BinaryLayout layout = merged_layout("myadd_out", out, a, b);
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   AT_DISPATCH_V2(a.scalar_type(), "myadd_out_cuda", AT_WRAP([&] {
-                   cuda::elementwise_cuda(
-                       out.mutable_data_ptr<scalar_t>(), a.const_data_ptr<scalar_t>(),
-                       b.const_data_ptr<scalar_t>(), layout, AddOp<opmath_t<scalar_t>>{}, stream);
+                   elementwise_cuda(out.mutable_data_ptr<scalar_t>(), a.const_data_ptr<scalar_t>(),
+                                    b.const_data_ptr<scalar_t>(), layout,
+                                    AddOp<opmath_t<scalar_t>>{}, stream);
                  }),
                  AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
 }

@@ -5,7 +5,7 @@
 // at::Tensor. The library built from csrc/stable/ loads on every torch from
 // the one TORCH_TARGET_VERSION names (2.10, set by stable/setup.py) on. The
 // math is not repeated: the kernels run the same loops as the classic build
-// (csrc/cpu/elementwise_cpu.h, csrc/cuda/elementwise_cuda.cuh).
+// (csrc/loops.h, csrc/loops.cuh).
 #pragma once
 
 #include <torch/csrc/stable/library.h>
@@ -17,6 +17,7 @@ namespace extension_cpp::stable {
 
 using torch::stable::Tensor;
 
+// The checks of input_checks.h, on torch::stable::Tensor (ops.cpp).
 // mymuladd, mymul: a and b must be floating-point tensors of one dtype,
 // device and shape, in that order.
 void check_inputs(const char* op, const Tensor& a, const Tensor& b);

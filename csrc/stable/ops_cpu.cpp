@@ -1,9 +1,9 @@
 // The CPU kernels of the stable-ABI build: csrc/cpu/ops_cpu.cpp's three
-// kernels on torch::stable::Tensor, running the same loop
-// (csrc/cpu/elementwise_cpu.h), registered with STABLE_TORCH_LIBRARY_IMPL.
+// kernels on torch::stable::Tensor, running the same loops (csrc/loops.h),
+// registered with STABLE_TORCH_LIBRARY_IMPL.
 #include <torch/headeronly/core/Dispatch_v2.h>
 
-#include "../cpu/elementwise_cpu.h"
+#include "../loops.h"
 #include "ops.h"
 
 namespace extension_cpp::stable {
@@ -18,10 +18,10 @@ void elementwise(const char* op, const Tensor& out, const Tensor& a, const Tenso
   const BinaryLayout layout = merged_layout(op, out, a, b);
   THO_DISPATCH_V2(a.scalar_type(), "extension_cpp_stable", AT_WRAP([&] {
                     using T = opmath_t<scalar_t>;
-                    cpu::elementwise_cpu(static_cast<scalar_t*>(out.mutable_data_ptr()),
-                                         static_cast<const scalar_t*>(a.const_data_ptr()),
-                                         static_cast<const scalar_t*>(b.const_data_ptr()), layout,
-                                         Op<T>{static_cast<T>(args)...});
+                    elementwise_cpu(static_cast<scalar_t*>(out.mutable_data_ptr()),
+                                    static_cast<const scalar_t*>(a.const_data_ptr()),
+                                    static_cast<const scalar_t*>(b.const_data_ptr()), layout,
+                                    Op<T>{static_cast<T>(args)...});
                   }),
                   AT_EXPAND(AT_FLOATING_TYPES), ScalarType::Half, ScalarType::BFloat16);
 }

@@ -1,6 +1,6 @@
 // The CUDA kernels of the stable-ABI build: csrc/cuda/ops_cuda.cu's three
 // kernels on torch::stable::Tensor, launching the same kernels
-// (csrc/cuda/elementwise_cuda.cuh) on PyTorch's current stream.
+// (csrc/loops.cuh) on PyTorch's current stream.
 //
 // What the classic binding takes from c10 comes from the stable ABI here: the
 // device guard from torch::stable::accelerator, the current stream from the
@@ -11,7 +11,7 @@
 
 #include <stdexcept>
 
-#include "../cuda/elementwise_cuda.cuh"
+#include "../loops.cuh"
 #include "ops.h"
 
 namespace extension_cpp::stable {
@@ -41,10 +41,10 @@ void elementwise(const char* op, const Tensor& out, const Tensor& a, const Tenso
   const cudaStream_t stream = current_stream(device);
   THO_DISPATCH_V2(a.scalar_type(), "extension_cpp_stable", AT_WRAP([&] {
                     using T = opmath_t<scalar_t>;
-                    cuda::elementwise_cuda(static_cast<scalar_t*>(out.mutable_data_ptr()),
-                                           static_cast<const scalar_t*>(a.const_data_ptr()),
-                                           static_cast<const scalar_t*>(b.const_data_ptr()), layout,
-                                           Op<T>{static_cast<T>(args)...}, stream);
+                    elementwise_cuda(static_cast<scalar_t*>(out.mutable_data_ptr()),
+                                     static_cast<const scalar_t*>(a.const_data_ptr()),
+                                     static_cast<const scalar_t*>(b.const_data_ptr()), layout,
+                                     Op<T>{static_cast<T>(args)...}, stream);
                   }),
                   AT_EXPAND(AT_FLOATING_TYPES), ScalarType::Half, ScalarType::BFloat16);
 }

@@ -4,13 +4,18 @@ line after), as `python tools/mutate --list` prints them."""
 
 EQUIVALENT: dict = {
     (
-        "csrc/ops.cpp",
-        "TORCH_CHECK(xt.device() == yt.device(),",
-        "TORCH_CHECK(true,",
+        "csrc/input_checks.h",
+        "require<View>(xt.same_device(yt),",
+        "require<View>(true,",
     ): "on a CPU-only machine only a CPU/meta pair differs in device, and it dispatches to the "
     "fake kernel, which checks the device itself; the CUDA device-mismatch tests kill it",
     (
         "csrc/ops.cpp",
+        "return t.device() == other.t.device();",
+        "return true;",
+    ): "as the device check above: only a GPU run has two devices that reach the kernel",
+    (
+        "csrc/input_checks.h",
         "out.numel() == 0 || input.numel() == 0 ||",
         "out.numel() == 0 ||",
     ): "the shape checks run first: out has the inputs' shape, so an empty input means an "

@@ -107,7 +107,13 @@ PATHS = (C + "test_kernel_paths.py", "not capped")
 
 CPP_TESTS = {
     "csrc/checks.h": [C + "test_errors.py", C + "test_correctness.py"],
-    "csrc/ops.cpp": [C + "test_errors.py", C + "test_layout_rule.py", C + "test_correctness.py"],
+    "csrc/input_checks.h": [C + "test_errors.py", C + "test_check_parity.py"],
+    "csrc/ops.cpp": [
+        C + "test_errors.py",
+        C + "test_check_parity.py",
+        C + "test_layout_rule.py",
+        C + "test_correctness.py",
+    ],
     "csrc/elementwise.h": [
         C + "test_layout_rule.py",
         C + "test_correctness.py",
@@ -131,6 +137,7 @@ def _m(path, old, new, kernels="simple"):
 
 
 CHECKS_H = "csrc/checks.h"
+INPUT_CHECKS = "csrc/input_checks.h"
 OPS = "csrc/ops.cpp"
 EW = "csrc/elementwise.h"
 CPU = "csrc/cpu/ops_cpu.cpp"
@@ -160,18 +167,39 @@ CPP = [
     ),
     _m(CHECKS_H, "if (stride <= reach) {", "if (stride < reach) {"),
     _m(CHECKS_H, "reach += stride * (size - 1);", "reach += stride * size;"),
-    _m(OPS, "return t == at::kHalf || t == at::kBFloat16 ||", "return t == at::kHalf ||"),
-    _m(OPS, "TORCH_CHECK(t.defined(),", "TORCH_CHECK(true,"),
-    _m(OPS, "TORCH_CHECK(xt.device() == yt.device(),", "TORCH_CHECK(true,"),
-    _m(OPS, "TORCH_CHECK(xt.scalar_type() == yt.scalar_type(),", "TORCH_CHECK(true,"),
-    _m(OPS, "TORCH_CHECK(xt.sizes() == yt.sizes(),", "TORCH_CHECK(true,"),
-    _m(OPS, "a.dim() <= kMaxInputDims", "a.dim() < kMaxInputDims"),
-    _m(OPS, "out.numel() == 0 || input.numel() == 0 ||", "out.numel() == 0 ||"),
-    _m(OPS, "out.storage_offset() == input.storage_offset() && out.strides()", "out.strides()"),
-    _m(OPS, "&& out.strides() == input.strides(),", ","),
-    _m(OPS, 'check_no_partial_overlap(op, out, "b", b);', ""),
-    _m(OPS, 'check_dtype(op, "b", b);\n  check_same', "check_same"),
-    _m(OPS, 'check_same(op, "out", out, "a", a);', ""),
+    _m(
+        INPUT_CHECKS,
+        "dtype == c10::ScalarType::Half || dtype == c10::ScalarType::BFloat16 ||",
+        "dtype == c10::ScalarType::Half ||",
+    ),
+    _m(INPUT_CHECKS, '"bits4x2", "bits8",', '"bits4x2", "bits 8",'),
+    _m(INPUT_CHECKS, "require<View>(t.defined(),", "require<View>(true,"),
+    _m(INPUT_CHECKS, "require<View>(xt.same_device(yt),", "require<View>(true,"),
+    _m(INPUT_CHECKS, "require<View>(xt.dtype() == yt.dtype(),", "require<View>(true,"),
+    _m(
+        INPUT_CHECKS,
+        "require<View>(xt.dim() == yt.dim() && same_values(",
+        "require<View>(same_values(",
+    ),
+    _m(INPUT_CHECKS, "same_values(xt.sizes(), yt.sizes(), xt.dim())", "true"),
+    _m(INPUT_CHECKS, "a.dim() <= kMaxInputDims", "a.dim() < kMaxInputDims"),
+    _m(INPUT_CHECKS, "out.numel() == 0 || input.numel() == 0 ||", "out.numel() == 0 ||"),
+    _m(
+        INPUT_CHECKS,
+        "out.storage_offset() == input.storage_offset() &&",
+        "true &&",
+    ),
+    _m(INPUT_CHECKS, "same_values(out.strides(), input.strides(), out.dim())", "true"),
+    _m(INPUT_CHECKS, 'detail::check_no_partial_overlap(op, out, "b", b);', ""),
+    _m(
+        INPUT_CHECKS,
+        'detail::check_dtype(op, "b", b);\n  detail::check_same',
+        "detail::check_same",
+    ),
+    _m(INPUT_CHECKS, 'detail::check_same(op, "out", out, "a", a);', ""),
+    # The classic binding's view of a tensor.
+    _m(OPS, "return t.storage().is_alias_of(other.t.storage());", "return false;"),
+    _m(OPS, "return t.device() == other.t.device();", "return true;"),
     _m(
         OPS,
         "a.strides().data(),\n                             b.strides().data()",
@@ -217,8 +245,8 @@ CPP = [
     _m(CPU, "MulAddOp<T>{static_cast<T>(c)}", "MulAddOp<T>{static_cast<T>(c + 1)}"),
     _m(
         CPU,
-        "b.const_data_ptr<scalar_t>(),\n                                        layout, AddOp",
-        "a.const_data_ptr<scalar_t>(),\n                                        layout, AddOp",
+        "b.const_data_ptr<scalar_t>(), layout,\n                                   AddOp",
+        "a.const_data_ptr<scalar_t>(), layout,\n                                   AddOp",
     ),
     _m(CPU, 'check_out("myadd_out", a, b, out);', 'check_inputs("myadd_out", a, b);'),
     _m(

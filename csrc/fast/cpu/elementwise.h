@@ -1,7 +1,7 @@
 // The fast CPU loops, and the one place that picks among them.
 //
-// csrc/cpu/elementwise_cpu.h calls elementwise() below when the build has
-// the fast kernels (EXTENSION_CPP_KERNELS=fast, the default). Each path is
+// csrc/loops.h calls elementwise() below when the build has the fast
+// kernels (EXTENSION_CPP_KERNELS=fast, the default). Each path is
 // its own unit; all of them end in the vectorised run loop (run_loop.h):
 //   * one dense run (contiguous, or any layout the inputs share with the
 //     output): the run loop over all of it, split between threads;
@@ -15,7 +15,7 @@
 
 #include <cstdint>
 
-#include "../../cpu/runtime.h"
+#include "../../runtime.h"
 #include "../layout.h"
 #include "register_transposes.h"
 #include "run_loop.h"
@@ -29,8 +29,6 @@ namespace extension_cpp::fast::cpu {
 template <typename scalar_t, typename Op>
 bool elementwise(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout& l,
                  Op op) {
-  using extension_cpp::cpu::kGrainSize;
-  using extension_cpp::cpu::parallel_for;
   const RunFn<scalar_t, Op> run_fn = pick_run<scalar_t, Op>();
   if (l.contiguous()) {
     if (l.numel < kGrainSize) {  // skip parallel_for's bookkeeping for small calls

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "../../cpu/runtime.h"
+#include "../../runtime.h"
 #include "../layout.h"
 #include "run_loop.h"
 
@@ -44,26 +44,25 @@ void for_each_tile(const BinaryLayout& l, int64_t t0, int64_t t1, const F& f) {
   const int64_t n0 = l.sizes[0], n1 = l.sizes[1];
   const int64_t tiles0 = (n0 + t0 - 1) / t0, tiles1 = (n1 + t1 - 1) / t1;
   const int64_t outer = l.numel / (n0 * n1);  // product of dimensions 2 and up
-  const int64_t grain = std::max<int64_t>(1, extension_cpp::cpu::kGrainSize / (t0 * t1));
-  extension_cpp::cpu::parallel_for(0, outer * tiles1 * tiles0, grain,
-                                   [&](int64_t begin, int64_t end) {
-                                     for (int64_t index = begin; index < end; ++index) {
-                                       Tile tile{};
-                                       tile.j0 = (index % tiles0) * t0;
-                                       tile.j1 = (index / tiles0 % tiles1) * t1;
-                                       tile.m0 = std::min(t0, n0 - tile.j0);
-                                       tile.m1 = std::min(t1, n1 - tile.j1);
-                                       int64_t rest = index / (tiles0 * tiles1);
-                                       for (int d = 2; d < l.ndim; ++d) {
-                                         const int64_t i = rest % l.sizes[d];
-                                         rest /= l.sizes[d];
-                                         for (int t = 0; t < 3; ++t) {
-                                           tile.base[t] += i * l.strides[t][d];
-                                         }
-                                       }
-                                       f(tile);
-                                     }
-                                   });
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / (t0 * t1));
+  parallel_for(0, outer * tiles1 * tiles0, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t index = begin; index < end; ++index) {
+      Tile tile{};
+      tile.j0 = (index % tiles0) * t0;
+      tile.j1 = (index / tiles0 % tiles1) * t1;
+      tile.m0 = std::min(t0, n0 - tile.j0);
+      tile.m1 = std::min(t1, n1 - tile.j1);
+      int64_t rest = index / (tiles0 * tiles1);
+      for (int d = 2; d < l.ndim; ++d) {
+        const int64_t i = rest % l.sizes[d];
+        rest /= l.sizes[d];
+        for (int t = 0; t < 3; ++t) {
+          tile.base[t] += i * l.strides[t][d];
+        }
+      }
+      f(tile);
+    }
+  });
 }
 
 #if EXTENSION_CPP_X86_DISPATCH

@@ -1,7 +1,7 @@
 // The fast CUDA kernels, and the one place that picks among them.
 //
-// csrc/cuda/elementwise_cuda.cuh calls elementwise() below when the build has
-// the fast kernels (EXTENSION_CPP_KERNELS=fast, the default). The layout is
+// csrc/loops.cuh calls elementwise() below when the build has the fast
+// kernels (EXTENSION_CPP_KERNELS=fast, the default). The layout is
 // merged in the output's memory order first (csrc/elementwise.h), so inputs
 // that share the output's dense layout (contiguous, transposed,
 // channels_last, any permutation) are one dense run. Each path is its own
@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "../../elementwise.h"
+#include "../../runtime.cuh"
 #include "../layout.h"
 #include "rows.cuh"
 #include "strided32.cuh"
@@ -28,18 +29,21 @@
 
 namespace extension_cpp::fast::cuda {
 
-// Launches out = op(a, b) over the layout on `stream`; returns false, having
-// launched nothing, where the plain kernel must run instead. The caller
-// checks the launch.
+// Launches out = op(a, b) over the layout on `stream` and checks the launch;
+// returns false, having launched nothing, where the simple kernel must run
+// instead.
 template <typename scalar_t, typename Op>
 bool elementwise(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout& layout,
                  Op op, cudaStream_t stream) {
   constexpr int kVec = 16 / sizeof(scalar_t);
   const int64_t n = layout.numel;
+  if (n == 0) {
+    return true;  // nothing to launch
+  }
   const bool aligned = aligned_to(out, 16) && aligned_to(a, 16) && aligned_to(b, 16);
   if (layout.contiguous() && aligned) {
     contiguous_kernel<scalar_t, kVec>
-        <<<blocks_for(n / kVec, kMaxBlocks), kThreads, 0, stream>>>(out, a, b, n, op);
+        <<<blocks_for(n / kVec, kMaxGridBlocks), kThreads, 0, stream>>>(out, a, b, n, op);
   } else if (use_tiles(layout)) {
     launch_tiled(out, a, b, layout, op, stream);
   } else if (fits_32_bits(layout)) {  // a misaligned dense run comes here too
@@ -54,10 +58,11 @@ bool elementwise(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bina
     }
   } else if (layout.contiguous()) {
     contiguous_kernel<scalar_t, 1>
-        <<<blocks_for(n, kMaxBlocks), kThreads, 0, stream>>>(out, a, b, n, op);
+        <<<blocks_for(n, kMaxGridBlocks), kThreads, 0, stream>>>(out, a, b, n, op);
   } else {
     return false;
   }
+  check_launch();
   return true;
 }
 

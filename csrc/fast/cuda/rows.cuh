@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "../../elementwise.h"
+#include "../../runtime.cuh"
 #include "strided32.cuh"
 #include "vectorized.cuh"
 

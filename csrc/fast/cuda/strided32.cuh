@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "../../elementwise.h"
+#include "../../runtime.cuh"
 #include "vectorized.cuh"
 
 namespace extension_cpp::fast::cuda {

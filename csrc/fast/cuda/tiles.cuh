@@ -16,6 +16,7 @@
 #include <string>
 
 #include "../../elementwise.h"
+#include "../../runtime.cuh"
 #include "../layout.h"
 #include "strided32.cuh"
 #include "vectorized.cuh"

@@ -8,15 +8,12 @@
 
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
 
 #include "../../elementwise.h"
+#include "../../runtime.cuh"
 
 namespace extension_cpp::fast::cuda {
-
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = int64_t{1} << 30;
 
 template <typename scalar_t, int kVec>
 struct alignas(sizeof(scalar_t) * kVec) Vec {
@@ -39,17 +36,12 @@ C10_HOST_DEVICE inline bool aligned_to(const void* p, int64_t bytes) {
   return reinterpret_cast<uintptr_t>(p) % bytes == 0;
 }
 
-// One block per kThreads items of work, at least one (block 0 of the
-// contiguous kernel also handles the remainder) and at most `cap`: the
-// kernels' grid-stride loops cover what lies beyond.
-inline int64_t blocks_for(int64_t work, int64_t cap) {
-  return std::max<int64_t>(1, std::min((work + kThreads - 1) / kThreads, cap));
-}
-
 // out, a, b: n dense elements each; when kVec > 1 all three are aligned to
 // kVec elements. out may be exactly a or b (each element is read, then
 // written, by the same thread), so the pointers are not __restrict__. The
-// grid-stride loop only runs more than once past kMaxBlocks * kThreads vectors.
+// grid-stride loop only runs more than once past kMaxGridBlocks * kThreads
+// vectors. Launched with at least one block (blocks_for), as block 0 also
+// handles the last n % kVec elements.
 template <typename scalar_t, int kVec, typename Op>
 __global__ void contiguous_kernel(scalar_t* out, const scalar_t* a, const scalar_t* b, int64_t n,
                                   Op op) {

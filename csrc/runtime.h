@@ -1,5 +1,6 @@
-// The intra-op thread pool, for either binding: the CPU loops split their
-// work with parallel_for, which follows torch.get_num_threads().
+// The intra-op thread pool, for every CPU loop and either binding: the simple
+// loop (csrc/cpu/) and the tuned ones (csrc/fast/cpu/) split their work with
+// parallel_for, which follows torch.get_num_threads().
 //
 // The classic build calls ATen's at::parallel_for. The stable-ABI build
 // (TORCH_TARGET_VERSION defined) may not include ATen: it reaches the same
@@ -14,7 +15,7 @@
 #include <ATen/Parallel.h>
 #endif
 
-namespace extension_cpp::cpu {
+namespace extension_cpp {
 
 // Below this many elements a call runs on the calling thread: handing work
 // to the thread pool costs more than the loop (ATen's grain size).
@@ -30,4 +31,4 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
 #endif
 }
 
-}  // namespace extension_cpp::cpu
+}  // namespace extension_cpp
