@@ -11,16 +11,12 @@ kernel itself, so a fake tensor would reach it). After the harness, what is
 specific to these ops.
 """
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
-
-from .cases import HAS_CUDA, OPS, classic_only, testing
+from conformance.cases import HAS_CUDA, OPS, classic_only, testing
 
 pytest.importorskip("triton")
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tutorial" / "appendix" / "triton"))
+# tutorial/appendix/triton, on sys.path through pyproject.toml's pytest `pythonpath`
 import extension_triton  # noqa: E402
 from extension_triton.ops import INTERPRETED  # noqa: E402
 

@@ -15,8 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from .cases import classic_only
+from conformance.cases import classic_only
 
 pytestmark = classic_only(
     "the tutorial does not depend on the build under test; the classic run covers it"

@@ -25,10 +25,9 @@ from pathlib import Path
 import pytest
 import torch
 from child_process import run_python
+from conformance.cases import classic_only, testing
 from torch.autograd.gradcheck import GradcheckError
 from torch.testing._internal.optests import OpCheckError
-
-from .cases import classic_only, testing
 
 pytestmark = classic_only(
     "the tutorial does not depend on the build under test; the classic run covers it"
@@ -163,8 +162,7 @@ def test_autograd_function_wrapper_lacks_what_opcheck_needs(autograd_variants):
 @pytest.fixture(scope="session")
 def extension_triton():
     pytest.importorskip("triton")
-    sys.path.insert(0, str(APPENDIX / "triton"))
-    return importlib.import_module("extension_triton")
+    return importlib.import_module("extension_triton")  # pytest's `pythonpath` has its folder
 
 
 def test_triton_words_are_the_cpp_words(extension_triton):

@@ -1,1 +1,0 @@
-"""The tutorial's tests: its checkpoints, READMEs and side paths (make tutorial)."""
