@@ -203,7 +203,18 @@ def test_results_hold_no_raw_data():
 
 def test_every_cited_note_exists():
     tracked = subprocess.run(
-        ["git", "ls-files", "csrc", "extension_cpp", "stable", "scripts", "tests", "docs", "*.py"],
+        [
+            "git",
+            "ls-files",
+            "csrc",
+            "extension_cpp",
+            "stable",
+            "tools",
+            "benchmarks",
+            "tests",
+            "docs",
+            "*.py",
+        ],
         cwd=REPO,
         capture_output=True,
         text=True,
