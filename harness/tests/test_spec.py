@@ -16,6 +16,8 @@ import re
 
 import pytest
 import torch
+from harness_zoo import zoo as zoo_module
+from harness_zoo.zoo import register_autograd_kernel
 from torch import Tensor
 
 from extension_cpp_testing import (
@@ -28,8 +30,6 @@ from extension_cpp_testing import (
     run_all,
 )
 from extension_cpp_testing.conformance import DYNAMIC_OUTPUT_FIX
-
-from . import zoo as zoo_module
 
 
 @pytest.fixture(scope="module")
@@ -269,7 +269,7 @@ def _gather_rows_setup(ctx, inputs, output):
     ctx.x_shape = inputs[0].shape
 
 
-gather_rows.register_autograd(_gather_rows_backward, setup_context=_gather_rows_setup)
+register_autograd_kernel("harness_spec::gather_rows", _gather_rows_setup, _gather_rows_backward)
 
 
 def _gather_samples(layout, dtype, device, rows):

@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import os
 import textwrap
-from pathlib import Path
 
 import pytest
 import torch
-from child_process import run_python
+from harness_zoo import zoo as zoo_module
+from harness_zoo.processes import run_python
 
 from extension_cpp_testing import FIXES, ConformanceFailure, run_all
 from extension_cpp_testing.conformance import (
@@ -25,9 +25,6 @@ from extension_cpp_testing.conformance import (
     STREAM_LEFT_CURRENT_FIX,
 )
 
-from . import zoo as zoo_module
-
-REPO = Path(__file__).resolve().parents[2]
 HUGE = os.environ.get("EXTENSION_CPP_HUGE") == "1"
 
 # [bugs]
@@ -240,14 +237,14 @@ def test_harness_catches_a_cuda_stream_bug(op_name):
         f"""
         import json
         from extension_cpp_testing import run_all
-        from tests.harness_zoo import zoo
+        from harness_zoo import zoo
 
         failures = run_all(zoo.load()[{op_name!r}])
         found = {{c: [[f.case, f.what, f.fix] for f in fs] for c, fs in failures.items()}}
         print(json.dumps(found))
         """
     )
-    proc = run_python(["-c", child], env={"PYTHONPATH": str(REPO)}, timeout=600)
+    proc = run_python(["-c", child])
     assert proc.returncode == 0, proc.stderr[-3000:]
     found = json.loads(proc.stdout.strip().splitlines()[-1])
     failures = {c: [ConformanceFailure(c, *f) for f in fs] for c, fs in found.items()}
@@ -275,7 +272,7 @@ def test_capture_check_restores_the_sync_debug_mode_under_warnings_as_errors():
         print(sorted(failures), torch.cuda.get_sync_debug_mode())
         """
     )
-    proc = run_python(["-c", child], env={"PYTHONPATH": str(REPO)}, timeout=600)
+    proc = run_python(["-c", child])
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == "[] 0"
 
@@ -293,7 +290,7 @@ def test_a_failed_capture_leaves_nothing_behind():
         import dataclasses, json
         import torch
         from extension_cpp_testing import OpSpec, run_all
-        from tests.harness_zoo import zoo
+        from harness_zoo import zoo
 
         specs = zoo.load()
         cuda = dict(devices=("cuda",), layouts=("contiguous", "transposed"), exact=True)
@@ -315,7 +312,7 @@ def test_a_failed_capture_leaves_nothing_behind():
         print(json.dumps(found))
         """
     )
-    proc = run_python(["-c", child], env={"PYTHONPATH": str(REPO)}, timeout=600)
+    proc = run_python(["-c", child])
     assert proc.returncode == 0, proc.stderr[-3000:]
     found = json.loads(proc.stdout.strip().splitlines()[-1])
     # A launch on the legacy stream during capture either breaks the capture
@@ -341,7 +338,7 @@ def test_generated_pytest_tests_name_check_case_and_fix(tmp_path):
             """
             import dataclasses
             from extension_cpp_testing import conformance_tests
-            from tests.harness_zoo import zoo
+            from harness_zoo import zoo
 
             specs = zoo.load()
             test_mul = conformance_tests(
@@ -359,8 +356,6 @@ def test_generated_pytest_tests_name_check_case_and_fix(tmp_path):
         ["-m", "pytest", "-p", "extension_cpp_testing.pytest_plugin"]
         + ["-p", "no:cacheprovider", "-rf", "--rootdir", str(tmp_path), str(module)],
         cwd=tmp_path,
-        env={"PYTHONPATH": str(REPO)},
-        timeout=600,
     )
     out = proc.stdout
     assert proc.returncode == 1, out[-3000:] + proc.stderr[-3000:]
