@@ -150,9 +150,9 @@ CLAIM_THE_MODE_FIX = (
     "OpSpec(autodiff=(..., {mode!r}))"
 )
 SPECIALISED_INT_FIX = (
-    "the schema's {args}: torch.compile and torch.export specialise an int (and int[]) "
-    "argument on its value and recompile for each new one, and these follow the input's "
-    "sizes. Declare {symint} in the schema, so that a size can stay symbolic"
+    "the schema's {args}: its value follows the input's sizes, and torch.compile and "
+    "torch.export specialise an int or int[] argument on its value (a recompile, or a failed "
+    "guard, for each new size). Declare {symint} in the schema, so that a size can stay symbolic"
 )
 CRASH_FIX = (
     "the kernel crashed the process instead of raising: run the case alone in this process "
@@ -229,7 +229,7 @@ def _specialised_ints(spec: OpSpec, case: Case) -> str | None:
     if not found:
         return None
     args = " and ".join(f"`{declared} {name}`" for declared, name in found)
-    symint = " and ".join(f"`Sym{declared} {name}`" for declared, name in found)
+    symint = " and ".join(f"`SymInt{declared[3:]} {name}`" for declared, name in found)
     return SPECIALISED_INT_FIX.format(args=args, symint=symint)
 
 
@@ -778,6 +778,7 @@ def _export_input(a) -> bool:
 def check_export(spec: OpSpec, case: Case) -> None:
     f = _returning(spec)
     args = _fresh_args(spec, case, rows=EXPORT_ROWS[0])
+    new = _fresh_args(spec, case, rows=EXPORT_ROWS[1])  # what the program runs on
     inputs = [i for i, a in enumerate(args) if _export_input(a)]
     constants = {i: a for i, a in enumerate(args) if i not in inputs}
 
@@ -789,14 +790,18 @@ def check_export(spec: OpSpec, case: Case) -> None:
 
     names = spec.dynamic_dims_of(args)
     dims = {name: torch.export.Dim(name) for dim_names in names for name in dim_names.values()}
+    # An int that follows rows is dynamic where the schema lets it be
+    # (SymInt); torch.export takes no named Dim for an int, only AUTO.
+    auto = getattr(torch.export.Dim, "AUTO", None)
 
     def dynamic(i):
-        a = args[i]
+        a, b = args[i], new[i]
         if isinstance(a, torch.Tensor):
             return {d: dims[name] for d, name in names[i].items()} or None
         if isinstance(a, (list, tuple)):
-            return [None] * len(a)  # a list of ints is an input of fixed values
-        return None
+            same = isinstance(b, (list, tuple)) and len(a) == len(b)
+            return [auto if same and x != y else None for x, y in zip(a, b if same else a)]
+        return auto if a != b else None
 
     with _dynamo_config(spec):
         exported = torch.export.export(
@@ -808,7 +813,6 @@ def check_export(spec: OpSpec, case: Case) -> None:
     targets = {n.target for n in exported.graph.nodes if n.op == "call_function"}
     if overload not in targets:
         raise Failed(f"{overload} is not a node of the exported graph: {sorted(map(str, targets))}")
-    new = _fresh_args(spec, case, rows=EXPORT_ROWS[1])
     for i, value in constants.items():
         if not _same_constant(new[i], value):
             raise Failed(

@@ -13,11 +13,14 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[1]
 
 
-def run_python(args: list, cwd=None, timeout: float = 600) -> subprocess.CompletedProcess:
+def run_python(
+    args: list, cwd=None, timeout: float = 600, env: dict | None = None
+) -> subprocess.CompletedProcess:
     """``python args...`` with harness/tests first on PYTHONPATH, from cwd (by
-    default an empty folder, so that nothing there shadows a package)."""
+    default an empty folder, so that nothing there shadows a package), with
+    env's variables added to this process's."""
     path = os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))
-    env = dict(os.environ, PYTHONPATH=path)
+    env = dict(os.environ, **(env or {}), PYTHONPATH=path)
     with tempfile.TemporaryDirectory(prefix="harness-child-") as empty:
         return subprocess.run(
             [sys.executable, *map(str, args)],
