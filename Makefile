@@ -21,8 +21,8 @@ export PYTHONUNBUFFERED := 1
 # after a change to one, a cached graph still expects the old output strides
 # and fails on the new kernel. So each version of the op code (both builds',
 # the Triton side path's, whose op function is its fake kernel, and the
-# harness zoo's, tests/harness_zoo) gets a cache of its own.
-OPS_HASH := $(shell cat extension_cpp/*.py stable/extension_cpp_stable/*.py tutorial/appendix/triton/extension_triton/*.py csrc/*.h csrc/*.cpp csrc/*/* csrc/*/*/* tests/harness_zoo/zoo* 2>/dev/null | sha1sum | cut -c1-12)
+# harness zoo's, harness/tests/harness_zoo) gets a cache of its own.
+OPS_HASH := $(shell cat extension_cpp/*.py stable/extension_cpp_stable/*.py tutorial/appendix/triton/extension_triton/*.py csrc/*.h csrc/*.cpp csrc/*/* csrc/*/*/* harness/tests/harness_zoo/zoo* 2>/dev/null | sha1sum | cut -c1-12)
 export TORCHINDUCTOR_CACHE_DIR ?= $(CURDIR)/build/inductor-$(OPS_HASH)
 
 .PHONY: setup build build-simple test-deps lint format test test-conformance test-simple test-copy tutorial \
@@ -148,7 +148,7 @@ test-deps: setup
 # Each run's junit XML goes to build/results/ (docs/results/README.md says how
 # one becomes the conformance page).
 test: lint build build-simple docs-deps test-deps
-	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests $(XDIST) --ignore=tests/docs --ignore=tests/test_copy_op.py \
+	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests harness/tests $(XDIST) --ignore=tests/docs --ignore=tests/test_copy_op.py \
 		$(addprefix --ignore=,$(TUTORIAL_TESTS)) -p docs.pytest_machine --junitxml=build/results/conformance.xml
 	EXTENSION_CPP_HUGE=1 EXTENSION_CPP_BUILD=stable $(PY) -m pytest tests/conformance $(XDIST) \
 		-p docs.pytest_machine --junitxml=build/results/conformance-stable.xml

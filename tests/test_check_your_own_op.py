@@ -33,18 +33,35 @@ def _(x, scale):
     return torch.empty_like(x)
 
 
-def _backward(ctx, grad):
-    (x,) = ctx.saved_tensors
-    s = torch.sigmoid(x)
-    return grad * ctx.scale * s * (1 + x * (1 - s)), None
+class _ScaledSiluDerivative(torch.autograd.Function):
+    """scaled_silu's derivative, applied by the op's Autograd kernel on every call.
+
+    It has no jvp, so forward mode raises, and so does every torch.func
+    transform (they can't see into a dispatcher kernel): the op gives reverse
+    mode only, which is what OpSpec's default claims. torch.library.register_autograd
+    registers such a kernel too, but skips it where no input requires grad,
+    and then drops a forward-mode tangent without an error.
+    """
+
+    @staticmethod
+    def forward(x, scale):
+        # On to the op's CPU or CUDA kernel, as register_autograd's kernel does.
+        with torch._C._AutoDispatchBelowAutograd():
+            return scaled_silu(x, scale)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+        ctx.scale = inputs[1]
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        s = torch.sigmoid(x)
+        return grad * ctx.scale * s * (1 + x * (1 - s)), None
 
 
-def _setup_context(ctx, inputs, output):
-    ctx.save_for_backward(inputs[0])
-    ctx.scale = inputs[1]
-
-
-scaled_silu.register_autograd(_backward, setup_context=_setup_context)
+torch.library.impl("mylib::scaled_silu", "Autograd")(_ScaledSiluDerivative.apply)
 
 
 @scaled_silu.register_vmap
@@ -113,16 +130,25 @@ def _(values, segment_ids, segments):
     return values.new_empty(segments, values.shape[1])
 
 
-def _segment_sum_backward(ctx, grad):
-    (segment_ids,) = ctx.saved_tensors
-    return grad[segment_ids], None, None
+class _SegmentSumDerivative(torch.autograd.Function):
+    """segment_sum's derivative in values, as scaled_silu's (reverse mode only)."""
+
+    @staticmethod
+    def forward(values, segment_ids, segments):
+        with torch._C._AutoDispatchBelowAutograd():
+            return segment_sum(values, segment_ids, segments)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[1])
+
+    @staticmethod
+    def backward(ctx, grad):
+        (segment_ids,) = ctx.saved_tensors
+        return grad[segment_ids], None, None
 
 
-def _segment_sum_setup(ctx, inputs, output):
-    ctx.save_for_backward(inputs[1])
-
-
-segment_sum.register_autograd(_segment_sum_backward, setup_context=_segment_sum_setup)
+torch.library.impl("mylib::segment_sum", "Autograd")(_SegmentSumDerivative.apply)
 
 # [samples]
 SEGMENTS = 5

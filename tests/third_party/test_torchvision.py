@@ -3,7 +3,7 @@ and the reproducers of what it found (torchvision_findings.py).
 
 Every case passes but those KNOWN lists: each a bug in torchvision that a
 reproducer shows without the harness, on the page
-docs/what_the_harness_found_in_torchvision.md. They are strict expected
+docs/what_the_harness_found.md. They are strict expected
 failures, so a torchvision that fixes one makes its case pass and this run
 fail until the page and torchvision_findings.FIXED_IN say which release
 fixed it.
@@ -35,7 +35,7 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore:`create_unbacked_symint` is deprecated:FutureWarning"
 )
 
-PAGE = "docs/what_the_harness_found_in_torchvision.md"
+PAGE = "docs/what_the_harness_found.md"
 
 
 def _known(reproducer, *cases):

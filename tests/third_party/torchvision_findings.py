@@ -3,7 +3,7 @@ and torchvision: no harness, a few lines, an assert that states what should
 hold and fails on the torchvision releases tested (0.23, 0.29 on the CPU),
 up to the release that fixed it (FIXED_IN).
 
-docs/what_the_harness_found_in_torchvision.md shows each function (between
+docs/what_the_harness_found.md shows each function (between
 its markers) and test_torchvision.py runs each, expecting the assert to fail,
 so the page can't keep a finding that torchvision has fixed.
 """

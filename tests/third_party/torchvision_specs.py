@@ -2,7 +2,7 @@
 reference written in plain torch ops and samples that build valid inputs.
 
 Each declaration that relaxes a default says why next to it; docs
-(what_the_harness_found_in_torchvision.md) lists what still fails and why.
+(what_the_harness_found.md) lists what still fails and why.
 The references follow torchvision's documented semantics (the pure-Python
 loops of its own test suite), vectorised over channels: small inputs, so a
 loop over boxes and bins costs little.
