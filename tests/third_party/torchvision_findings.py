@@ -11,6 +11,7 @@ so the page can't keep a finding that torchvision has fixed.
 import contextlib
 
 import torch
+import torch.autograd.forward_ad as fwAD
 import torchvision
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
@@ -132,6 +133,32 @@ def deform_conv2d_fake_kernel_accepts_integer_input():
 
 # [deform_conv2d-dtype]
 
+
+# [forward-mode]
+def forward_mode_gives_no_tangent_and_no_error():
+    x = torch.rand(1, 8, 4, 4, dtype=torch.float64)  # 8 channels: 2 per bin of 2 x 2
+    rois = torch.tensor([[0.0, 0.0, 0.0, 3.0, 3.0]], dtype=torch.float64)
+    ops = torchvision.ops
+    calls = {
+        "roi_align": lambda x: ops.roi_align(x, rois, output_size=2),
+        "roi_pool": lambda x: ops.roi_pool(x, rois, output_size=2),
+        "ps_roi_align": lambda x: ops.ps_roi_align(x, rois, output_size=2),
+        "ps_roi_pool": lambda x: ops.ps_roi_pool(x, rois, output_size=2),
+        "deform_conv2d": lambda x: torch.ops.torchvision.deform_conv2d(
+            *[a.double() if torch.is_tensor(a) else a for a in deform_args(input=x[:, :2])]
+        ),
+    }
+    silent = []
+    for name, call in calls.items():
+        with fwAD.dual_level():
+            out = call(fwAD.make_dual(x, torch.ones_like(x)))
+            if fwAD.unpack_dual(out).tangent is None:  # no tangent, and no error
+                silent.append(name)
+    assert not silent, f"forward AD gives no tangent and no error: {silent}"
+
+
+# [forward-mode]
+
 # On a GPU.
 
 
@@ -214,6 +241,7 @@ FINDINGS = [
     nms_fake_kernel_accepts_integer_boxes,
     deform_conv2d_does_not_check_the_bias,
     deform_conv2d_fake_kernel_accepts_integer_input,
+    forward_mode_gives_no_tangent_and_no_error,
     nms_fake_kernel_accepts_boxes_and_scores_on_two_devices,
     deform_conv2d_does_not_run_on_the_current_stream,
     ps_roi_align_cannot_be_captured_in_a_cuda_graph,

@@ -385,6 +385,9 @@ SPECS = {
         dynamic_dims={0: {0: "batch"}, 2: {0: "batch"}, 3: {0: "batch"}},
         # The CUDA backward sums the offsets' gradients with atomic adds.
         nondeterministic=True,
+        # Bad input: an integer image, a bias one longer than the output
+        # channels (shape: the last tensor), inputs on two devices.
+        bad_inputs=("dtype", "shape", "device"),
         skip={
             "gradgradcheck": "deform_conv2d has no double backward in torchvision",
             "vmap": "torchvision registers no batching rule for its ops",
