@@ -296,6 +296,16 @@ class OpSpec:
         """The dtype of the layout sweeps: float32 if the op takes it."""
         return torch.float32 if torch.float32 in self.dtypes else self.dtypes[-1]
 
+    @property
+    def raises_dtype(self) -> torch.dtype:
+        """The dtype an autodiff mode the op does not claim runs in: float64,
+        unless the op's samples take floating-point dtypes without it (then
+        the widest), so that an error comes from the mode, not the dtype."""
+        floating = [d for d in self.dtypes if d.is_floating_point]
+        if self.samples is None or torch.float64 in floating or not floating:
+            return torch.float64
+        return max(floating, key=lambda d: torch.finfo(d).bits)
+
     def sample(self, layout: str, dtype, device, rows: int | None = None, small=False) -> list:
         """The op's arguments on one layout (``rows``: the first dimension's size)."""
         if self.samples is not None:
@@ -445,11 +455,13 @@ class OpSpec:
                     if layout in self.layouts:
                         add("gradgradcheck", device, grad_dtype, layout)
             if self.differentiable:
-                # Every mode: a claimed one gives the reference's derivative,
-                # any other raises.
+                # Every mode: a claimed one gives the reference's derivative
+                # (in float64), any other raises (on inputs the op takes).
                 for mode in MODES:
-                    variant = mode if mode in self.autodiff else f"{mode}-raises"
-                    add("autodiff", device, grad_dtype, variant=variant)
+                    if mode in self.autodiff:
+                        add("autodiff", device, grad_dtype, variant=mode)
+                    else:
+                        add("autodiff", device, self.raises_dtype, variant=f"{mode}-raises")
             if not self.out and not self.mutates and not self.dynamic_output:
                 add("vmap", device, first_float, self.base_layout)
             for layout in self.layouts:

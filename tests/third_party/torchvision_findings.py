@@ -13,8 +13,8 @@ import contextlib
 import torch
 import torch.autograd.forward_ad as fwAD
 import torchvision
-from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+from .findings_helpers import fake_accepts, kernel_accepts
 
 
 # [ps_roi_pool-forward]
@@ -55,25 +55,6 @@ def roi_pool_reads_rois_of_the_wrong_shape():
 
 
 # [roi_pool-rois]
-
-
-# [accepts]
-def kernel_accepts(op, *args) -> bool:
-    try:
-        op(*args)
-    except RuntimeError:
-        return False
-    return True
-
-
-def fake_accepts(op, *args) -> bool:
-    """As torch.compile and torch.export trace op: on fake tensors, its meta kernel."""
-    mode = FakeTensorMode(shape_env=ShapeEnv())
-    with mode:
-        return kernel_accepts(op, *[mode.from_tensor(a) if torch.is_tensor(a) else a for a in args])
-
-
-# [accepts]
 
 
 # [nms-dtype]
