@@ -149,7 +149,8 @@ class OpSpec:
             input) and ``out-internal-overlap`` (an expanded out). Default: dtype
             and, with two tensors or more, device; shape too with the default
             samples (with ``samples=`` a wider input may be valid); the out kinds
-            for out= ops.
+            for out= ops. A kind followed by an argument's name (``"dtype-absmax"``)
+            makes that argument wrong instead.
         huge: run once on inputs past 2^31 elements, expanded from one element
             each (with EXTENSION_CPP_HUGE=1; elementwise ops, default samples).
         checks: run only these checks (default: all).

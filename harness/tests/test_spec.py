@@ -32,6 +32,11 @@ from extension_cpp_testing import (
 )
 from extension_cpp_testing.conformance import DYNAMIC_OUTPUT_FIX, assert_same_codes, bad_args
 
+# The ops below that torch.library.custom_op can't define: schemas it can't
+# infer, and Autograd kernels of their own (custom_op registers one, which
+# torch 2.8 refuses to have replaced).
+_LIB = torch.library.Library("harness_spec", "FRAGMENT")
+
 
 @pytest.fixture(scope="module")
 def zoo():
@@ -249,12 +254,11 @@ def test_the_rounded_once_claim_chooses_the_tolerances(zoo):
 
 # gather_rows(x, index): x's rows at positions given as a float tensor (as
 # boxes or sampling coordinates are): differentiable in x only.
-@torch.library.custom_op("harness_spec::gather_rows", mutates_args=())
-def gather_rows(x: Tensor, index: Tensor) -> Tensor:
-    return x[index.long()]
+_LIB.define("gather_rows(Tensor x, Tensor index) -> Tensor")
+_LIB.impl("gather_rows", lambda x, index: x[index.long()], "CompositeExplicitAutograd")
 
 
-@gather_rows.register_fake
+@torch.library.register_fake("harness_spec::gather_rows", lib=_LIB)
 def _(x, index):
     return x.new_empty(index.shape[0], *x.shape[1:])
 
@@ -442,7 +446,6 @@ def test_integer_ops_get_inputs_without_randn():
 
 # minmax(x, with_mean): several outputs, one of them optional (a schema that
 # torch.library.custom_op can't infer, so it is written out).
-_LIB = torch.library.Library("harness_spec", "FRAGMENT")
 _LIB.define("minmax(Tensor x, bool with_mean) -> (Tensor, Tensor, Tensor?)")
 
 

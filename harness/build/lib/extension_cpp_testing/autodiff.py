@@ -1,0 +1,79 @@
+"""Autodiff modes, each a way to differentiate a function of tensors.
+
+A mode is a function ``(f, xs, ts) -> result``: ``f`` takes the tensors
+``xs`` and returns one tensor, ``ts`` are tangents (or cotangents) shaped
+like ``xs``. The harness runs a mode on the op and on its reference and
+compares the results, so an op that claims a mode must give the derivative
+of the reference's math there, never a silent zero or a missing tangent.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+import torch.autograd.forward_ad as fwAD
+from torch import func
+
+
+def _scalar(f: Callable) -> Callable:
+    """sum(sin(f(xs))): a non-linear scalar, so second derivatives are not trivial."""
+    return lambda *xs: f(*xs).sin().sum()
+
+
+def _all(xs) -> tuple:
+    return tuple(range(len(xs)))
+
+
+def _reverse(f, xs, ts):
+    leaves = [x.detach().requires_grad_() for x in xs]
+    return torch.autograd.grad(_scalar(f)(*leaves), leaves)
+
+
+def _forward_ad(f, xs, ts, which=None):
+    """f's tangent for tangents ts; with ``which``, only those inputs are dual."""
+    with fwAD.dual_level():
+        duals = [
+            fwAD.make_dual(x, t) if which is None or i in which else x
+            for i, (x, t) in enumerate(zip(xs, ts))
+        ]
+        return fwAD.unpack_dual(f(*duals)).tangent
+
+
+def _vjp(f, xs, ts):
+    """The vector-Jacobian product for a cotangent shaped like f's output
+    (drawn from a fixed seed, so the op and its reference get the same)."""
+    out, pull = func.vjp(f, *xs)
+    gen = torch.Generator().manual_seed(1)
+    cotangent = torch.randn(out.shape, generator=gen, dtype=out.dtype).to(out.device)
+    return pull(cotangent)
+
+
+def _vmap_grad(f, xs, ts):
+    """vmap of grad over a batch of 3: the first input varies, the others are shared."""
+    first = torch.stack([xs[0] * ts[0] * k for k in (1.0, 2.0, 3.0)])
+    rest = [x.unsqueeze(0).expand(3, *x.shape) for x in xs[1:]]
+    return func.vmap(func.grad(_scalar(f)))(first, *rest)
+
+
+MODES: dict[str, Callable] = {
+    "reverse": _reverse,
+    "grad": lambda f, xs, ts: func.grad(_scalar(f), argnums=_all(xs))(*xs),
+    "vjp": _vjp,
+    "jacrev": lambda f, xs, ts: func.jacrev(f, argnums=_all(xs))(*xs),
+    "jacfwd": lambda f, xs, ts: func.jacfwd(f, argnums=_all(xs))(*xs),
+    "hessian": lambda f, xs, ts: func.hessian(_scalar(f))(*xs),
+    "jvp": lambda f, xs, ts: func.jvp(f, tuple(xs), tuple(ts)),
+    "jvp-first-only": lambda f, xs, ts: func.jvp(lambda x: f(x, *xs[1:]), (xs[0],), (ts[0],)),
+    "vmap-grad": _vmap_grad,
+    "forward_ad": _forward_ad,
+    "forward_ad-last-only": lambda f, xs, ts: _forward_ad(f, xs, ts, which={len(xs) - 1}),
+    "forward-over-reverse": lambda f, xs, ts: func.jvp(func.grad(_scalar(f)), tuple(xs), tuple(ts)),
+}
+
+# The modes a backward formula serves: reverse mode, and the torch.func
+# transforms built on it (which need an autograd.Function with setup_context,
+# applied where torch.func sees it).
+REVERSE_MODES = ("reverse", "grad", "vjp", "jacrev", "vmap-grad")
+# Modes that need a forward-mode formula (a jvp) as well.
+FORWARD_MODES = ("jvp", "jvp-first-only", "jacfwd", "forward_ad", "forward_ad-last-only")

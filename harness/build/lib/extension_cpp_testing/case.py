@@ -1,0 +1,64 @@
+"""A Case (one generated test) and ConformanceFailure (what a failed one raises).
+
+Both the checks (conformance.py) and OpSpec (spec.py) use these, so they live
+below both: spec.py imports conformance.py, never the other way round.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import torch
+
+from .layouts import dtype_id
+
+HAS_CUDA = torch.cuda.is_available()
+# Tensors past 2^31 elements: 4 GiB (float16) per check, run only when asked.
+HUGE = os.environ.get("EXTENSION_CPP_HUGE") == "1"
+HUGE_NUMEL = 2**31 + 2**16
+
+
+class ConformanceFailure(AssertionError):
+    """A check failed: ``check``, ``case`` (the test id) and ``fix`` say which and what to do."""
+
+    def __init__(self, check: str, case: str, what: str, fix: str):
+        self.check, self.case, self.what, self.fix = check, case, what, fix
+        super().__init__(f"[{check}] {case}: {what}\n  fix: {fix}")
+
+    def __reduce__(self):
+        # Pickled by its four fields (the worker process sends it back).
+        return type(self), (self.check, self.case, self.what, self.fix)
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One generated test: a check on one device, dtype and layout (or variant)."""
+
+    op: str
+    check: str
+    device: str
+    dtype: torch.dtype | None = None
+    layout: str | None = None
+    # an autodiff mode, a kind of bad input, requires_grad, specials, out-<layout>
+    variant: str | None = None
+    # why the OpSpec declares this check as not applying (OpSpec.skip)
+    declared_skip: str | None = None
+
+    @property
+    def id(self) -> str:
+        parts = [self.op, self.check, self.device]
+        if self.dtype is not None:
+            parts.append(dtype_id(self.dtype))
+        parts += [p for p in (self.layout, self.variant) if p is not None]
+        return "-".join(parts)
+
+    @property
+    def skip_reason(self) -> str | None:
+        if self.declared_skip:
+            return f"declared by the OpSpec: {self.declared_skip}"
+        if self.device.startswith("cuda") and not HAS_CUDA:
+            return "needs a CUDA GPU"
+        if self.check == "huge" and not HUGE:
+            return "set EXTENSION_CPP_HUGE=1 to run: a tensor past 2^31 elements (4 GiB)"
+        return None

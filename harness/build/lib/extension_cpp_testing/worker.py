@@ -1,0 +1,220 @@
+"""Runs the cases of conformance_tests in a worker process, so that a kernel
+that crashes (SIGABRT, SIGSEGV, ...) fails its case, naming the signal, and
+the run goes on.
+
+Why not a standard tool: pytest-forked forks per test, which a process that
+has used CUDA can't do, and pytest-xdist replaces a crashed worker only
+under ``-n``. This worker is started with multiprocessing's "spawn" (a fresh
+interpreter: CUDA and torch.compile work in it), serves every case of the
+session, and is started again after a crash.
+
+The worker rebuilds each OpSpec by importing the module that made it (the
+test module, as pytest imported it) and taking the spec that module's n-th
+call of conformance_tests registered. Each case carries the parent's warning
+filters and RNG state, so it runs as it would in the parent. Where the spec
+can't be rebuilt (conformance_tests called elsewhere than at a module's top
+level), the case runs in the parent, as it does with
+EXTENSION_CPP_TESTING_ISOLATE=0 (to debug a case in one process).
+"""
+
+from __future__ import annotations
+
+import atexit
+import faulthandler
+import importlib
+import multiprocessing
+import os
+import pickle
+import signal
+import sys
+import traceback
+import warnings
+
+import torch
+
+from .case import Case, ConformanceFailure
+
+# (module name, n) -> the OpSpec that module's n-th conformance_tests call made.
+_SPECS: dict[tuple[str, int], object] = {}
+_CALLS: dict[str, int] = {}
+
+
+def isolated() -> bool:
+    """Whether cases run in the worker (EXTENSION_CPP_TESTING_ISOLATE=0: no)."""
+    return os.environ.get("EXTENSION_CPP_TESTING_ISOLATE", "1") != "0"
+
+
+def register(spec) -> tuple[str, int] | None:
+    """The key under which the worker finds spec: the module whose top level
+    is running (the test module being imported) and how many specs it
+    registered before. None where no module is being imported."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_name != "<module>":
+        frame = frame.f_back
+    if frame is None:
+        return None
+    module = frame.f_globals.get("__name__")
+    if not module or module == "__main__" or module not in sys.modules:
+        return None
+    key = (module, _CALLS.get(module, 0))
+    _CALLS[module] = key[1] + 1
+    _SPECS[key] = spec
+    return key
+
+
+class _Unavailable(Exception):
+    """The worker could not rebuild the spec: the case runs in the parent."""
+
+
+class _Worker:
+    """The worker process and the pipe to it."""
+
+    def __init__(self):
+        context = multiprocessing.get_context("spawn")
+        self.conn, child = context.Pipe()
+        # Not a daemon: torch.compile may start processes of its own.
+        self.process = context.Process(target=_serve, args=(child,), name="conformance-cases")
+        self.process.start()
+        child.close()
+
+    def run(self, key: tuple[str, int], name: str, case: Case):
+        """("passed" | "failed" | "error" | "unavailable", detail), or
+        ("crashed", exit code) when the process died running the case."""
+        self.conn.send((key, name, case, _parent_state()))
+        try:
+            return self.conn.recv()
+        except EOFError:
+            self.process.join()
+            return "crashed", self.process.exitcode
+
+    def close(self) -> None:
+        self.conn.close()
+        self.process.join(timeout=30)
+        if self.process.is_alive():
+            self.process.kill()
+
+
+_worker: _Worker | None = None
+_unavailable: set[str] = set()
+
+
+def run_case(spec, key: tuple[str, int] | None, case: Case) -> None:
+    """Runs spec's case in the worker (or here, where it can't run there);
+    raises what the case raises, or a ConformanceFailure naming the signal
+    that ended the worker."""
+    global _worker
+    if key is None or key[0] in _unavailable or not isolated():
+        spec.run(case)
+        return
+    if _worker is None:
+        _worker = _Worker()
+        atexit.register(_close)
+    outcome, detail = _worker.run(key, spec.name, case)
+    if outcome == "passed":
+        return
+    if outcome == "failed":
+        raise detail
+    if outcome == "unavailable":
+        _unavailable.add(key[0])
+        spec.run(case)
+        return
+    if outcome == "error":
+        raise RuntimeError(f"the case raised in the worker process:\n{detail}")
+    _worker = None  # crashed: the next case starts another
+    raise ConformanceFailure(case.check, case.id, _death(detail), _crash_fix(case))
+
+
+def _death(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = "a signal"
+        return (
+            f"the process running the case died of {name} (signal {-code}): the kernel "
+            "crashed; what it printed is in the captured stderr"
+        )
+    return f"the process running the case exited with code {code} without finishing the case"
+
+
+def _crash_fix(case: Case) -> str:
+    from .conformance import CRASH_FIX
+
+    return CRASH_FIX.replace("<case>", case.id)
+
+
+def _close() -> None:
+    if _worker is not None:
+        _worker.close()
+
+
+def _parent_state() -> dict:
+    """What a case inherits from the test that runs it: warning filters (as
+    pytest set them for the test) and the RNG."""
+    return {
+        "filters": [f for f in warnings.filters if _picklable(f)],
+        "rng": torch.get_rng_state(),
+        "seed": torch.initial_seed(),
+    }
+
+
+def _picklable(x) -> bool:
+    try:
+        pickle.dumps(x)
+    except Exception:  # noqa: BLE001  (a filter that can't travel stays behind)
+        return False
+    return True
+
+
+# -- in the worker ------------------------------------------------------------
+
+
+def _serve(conn) -> None:
+    faulthandler.enable()  # a crash prints the Python stack of the case
+    while True:
+        try:
+            key, name, case, state = conn.recv()
+        except EOFError:
+            return
+        try:
+            conn.send(_run(key, name, case, state))
+        except BaseException:  # noqa: BLE001  (sent back to the test that asked)
+            conn.send(("error", traceback.format_exc()))
+
+
+def _run(key, name, case, state) -> tuple:
+    try:
+        spec = _spec(key, name)
+    except _Unavailable as e:
+        return "unavailable", str(e)
+    _set_warning_filters(state["filters"])
+    torch.manual_seed(state["seed"])
+    torch.set_rng_state(state["rng"])
+    try:
+        spec.run(case)
+    except ConformanceFailure as e:
+        return "failed", e
+    return "passed", None
+
+
+def _set_warning_filters(filters) -> None:
+    """The parent's filters, through the public API (which tells the modules'
+    warning registries that the filters changed)."""
+    warnings.resetwarnings()
+    for action, message, category, module, lineno in reversed(filters):
+        # A compiled pattern, its text, or None for any.
+        message = getattr(message, "pattern", message) or ""
+        module = getattr(module, "pattern", module) or ""
+        warnings.filterwarnings(action, message, category, module, lineno)
+
+
+def _spec(key: tuple[str, int], name: str):
+    if key not in _SPECS:
+        try:
+            importlib.import_module(key[0])
+        except BaseException as e:  # noqa: BLE001  (pytest's Skipped is a BaseException)
+            raise _Unavailable(f"importing {key[0]}: {type(e).__name__}: {e}") from None
+    spec = _SPECS.get(key)
+    if spec is None or spec.name != name:
+        raise _Unavailable(f"{key[0]} did not make the spec of {name} at call {key[1]}")
+    return spec
