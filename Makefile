@@ -86,13 +86,13 @@ test-copy: build
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/clang-format --dry-run -Werror $$(git ls-files 'csrc/*.cpp' 'csrc/*.h' 'csrc/*.cu' 'csrc/*.cuh' 'tutorial/*.cpp' 'tutorial/*.cu' 'examples/*.cpp' 'tests/*.cpp' 'tests/*.cu' 'scripts/*.cpp' 'scripts/*.cu')
+	$(VENV)/bin/clang-format --dry-run -Werror $$(git ls-files 'csrc/*.cpp' 'csrc/*.h' 'csrc/*.cu' 'csrc/*.cuh' 'tutorial/*.cpp' 'tutorial/*.cu' 'examples/*.cpp' 'tests/*.cpp' 'tests/*.cu' 'harness/*.cpp' 'harness/*.cu' 'scripts/*.cpp' 'scripts/*.cu')
 	$(VENV)/bin/actionlint
 
 format: setup
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
-	$(VENV)/bin/clang-format -i $$(git ls-files 'csrc/*.cpp' 'csrc/*.h' 'csrc/*.cu' 'csrc/*.cuh' 'tutorial/*.cpp' 'tutorial/*.cu' 'examples/*.cpp' 'tests/*.cpp' 'tests/*.cu' 'scripts/*.cpp' 'scripts/*.cu')
+	$(VENV)/bin/clang-format -i $$(git ls-files 'csrc/*.cpp' 'csrc/*.h' 'csrc/*.cu' 'csrc/*.cuh' 'tutorial/*.cpp' 'tutorial/*.cu' 'examples/*.cpp' 'tests/*.cpp' 'tests/*.cu' 'harness/*.cpp' 'harness/*.cu' 'scripts/*.cpp' 'scripts/*.cu')
 
 # The conformance suite once per build: the classic package, then the
 # stable-ABI one (tests/conformance/cases.py, EXTENSION_CPP_BUILD).
