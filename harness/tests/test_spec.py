@@ -483,6 +483,24 @@ def test_several_and_optional_outputs_are_compared_one_by_one():
     assert "output 1" in run_all(wrong)["results"][0].what
 
 
+def _minmax_vmap(info, in_dims, x, with_mean):
+    """One call on the batch (moved to dimension 1, which minmax keeps): its
+    outputs' batch dimension is 0; the mean's too, or None where there is none."""
+    x = x.movedim(in_dims[0], 1) if in_dims[0] is not None else x.unsqueeze(1)
+    low, high, mean = torch.ops.harness_spec.minmax(x, with_mean)
+    return (low, high, mean), (0, 0, 0 if mean is not None else None)
+
+
+torch.library.register_vmap("harness_spec::minmax", _minmax_vmap, lib=_LIB)
+
+
+@pytest.mark.parametrize("with_mean", [False, True])
+def test_an_optional_output_left_out_passes_vmap(with_mean):
+    """The harness gives vmap out_dims None for an output the op returns as None."""
+    spec = dataclasses.replace(MINMAX, extra_args=(with_mean,), checks=("vmap",))
+    assert run_all(spec) == {}
+
+
 def test_an_out_overload_with_a_keyword_out_that_returns_out():
     """aten::add.out: `*, Tensor(a!) out) -> Tensor(a!)`: out is passed by name,
     and checked in every out layout."""
