@@ -48,6 +48,19 @@ def fake_kernels_lay_out_a_transposed_input_otherwise():
 # [strides]
 
 
+# [zero]
+def quantize_blockwise_never_picks_the_codes_nearest_zero():
+    x = torch.tensor([0.0, 1e-6, 5e-6] + [1.0] * 61)  # one block of 64
+    codes, absmax = ops.quantize_blockwise(x, CODE, 64)
+    # The code holds 0, 5.5e-07, 3.25e-06 and 7.75e-06 (of absmax); the CPU
+    # kernel gives all three values 2.125e-05, four codes from zero.
+    got = CODE[codes[:3].long()].tolist()
+    assert got[0] == 0.0, got
+
+
+# [zero]
+
+
 # [n-d]
 def default_kernels_mishandle_inputs_of_more_than_two_dimensions():
     x = torch.randn(2, 3, 64)  # 6 rows of 64, as a batch of 2
@@ -230,6 +243,7 @@ def derivatives_come_out_zero_instead_of_an_error():
 # Every reproducer, in the page's order.
 FINDINGS = [
     fake_kernels_lay_out_a_transposed_input_otherwise,
+    quantize_blockwise_never_picks_the_codes_nearest_zero,
     default_kernels_mishandle_inputs_of_more_than_two_dimensions,
     int8_mm_dequant_scales_by_a_mistyped_constant,
     gemv_4bit_computes_something_else_on_an_avx512_bf16_cpu,

@@ -47,6 +47,13 @@ def _matrix(layout: str, rows: int, make, cols: int = COLS) -> torch.Tensor:
     return make((rows, cols))
 
 
+def _values(shape, dtype, device) -> torch.Tensor:
+    """Normal values, every 16th exactly 0.0 (as activations after a ReLU and
+    padding hold): a quantizer must keep a zero zero."""
+    x = torch.randn(shape, dtype=dtype, device=device)
+    return x.masked_fill(torch.arange(x.numel(), device=device).view(shape) % 16 == 5, 0.0)
+
+
 def _codes(shape, dtype=torch.int8, device="cpu") -> torch.Tensor:
     info = torch.iinfo(dtype)
     low = max(info.min, -127)
@@ -71,7 +78,7 @@ def int8_vectorwise_quant_reference(A, threshold):
 
 
 def int8_vectorwise_quant_samples(layout, dtype, device, rows):
-    A = _matrix(layout, rows, lambda s: torch.randn(s, dtype=dtype, device=device))
+    A = _matrix(layout, rows, lambda s: _values(s, dtype, device))
     return [A, 0.0]
 
 
@@ -154,7 +161,7 @@ def quantize_blockwise_reference(A, code, blocksize):
 
 
 def quantize_blockwise_samples(layout, dtype, device, rows):
-    A = _matrix(layout, rows, lambda s: torch.randn(s, dtype=dtype, device=device), cols=37)
+    A = _matrix(layout, rows, lambda s: _values(s, dtype, device), cols=37)
     return [A, DYNAMIC_MAP.to(device), BLOCK]
 
 
@@ -204,7 +211,7 @@ def quantize_4bit_reference(A, blocksize, quant_type, quant_storage):
 
 
 def quantize_4bit_samples(layout, dtype, device, rows):
-    A = _matrix(layout, rows, lambda s: torch.randn(s, dtype=dtype, device=device))
+    A = _matrix(layout, rows, lambda s: _values(s, dtype, device))
     quant_type, _ = _code_4bit(layout, device)
     return [A, BLOCK, quant_type, torch.uint8]
 
