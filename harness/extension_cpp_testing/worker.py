@@ -78,14 +78,15 @@ class _Worker:
         child.close()
 
     def run(self, key: tuple[str, int], name: str, case: Case):
-        """("passed" | "failed" | "error" | "unavailable", detail), or
-        ("crashed", exit code) when the process died running the case."""
+        """("passed" | "failed" | "error" | "unavailable", detail, usable), or
+        ("crashed", exit code, False) when the process died running the case;
+        usable is False where the case left CUDA unusable in the worker."""
         self.conn.send((key, name, case, _parent_state()))
         try:
             return self.conn.recv()
         except EOFError:
             self.process.join()
-            return "crashed", self.process.exitcode
+            return "crashed", self.process.exitcode, False
 
     def close(self) -> None:
         self.conn.close()
@@ -109,7 +110,11 @@ def run_case(spec, key: tuple[str, int] | None, case: Case) -> None:
     if _worker is None:
         _worker = _Worker()
         atexit.register(_close)
-    outcome, detail = _worker.run(key, spec.name, case)
+    outcome, detail, usable = _worker.run(key, spec.name, case)
+    if not usable:  # the next case starts another worker
+        if outcome != "crashed":
+            _worker.close()
+        _worker = None
     if outcome == "passed":
         return
     if outcome == "failed":
@@ -120,7 +125,6 @@ def run_case(spec, key: tuple[str, int] | None, case: Case) -> None:
         return
     if outcome == "error":
         raise RuntimeError(f"the case raised in the worker process:\n{detail}")
-    _worker = None  # crashed: the next case starts another
     raise ConformanceFailure(case.check, case.id, _death(detail), _crash_fix(case))
 
 
@@ -177,9 +181,19 @@ def _serve(conn) -> None:
         except EOFError:
             return
         try:
-            conn.send(_run(key, name, case, state))
+            outcome, detail = _run(key, name, case, state)
         except BaseException:  # noqa: BLE001  (sent back to the test that asked)
-            conn.send(("error", traceback.format_exc()))
+            outcome, detail = "error", traceback.format_exc()
+        # A device-side assert or an illegal address leaves CUDA unusable in
+        # this process: the case fails, and the next one gets a new worker.
+        broken = _cuda_error(case)
+        if broken is not None and outcome == "passed":
+            what = f"the case left CUDA unusable in its process: {broken}"
+            detail = ConformanceFailure(case.check, case.id, what, _crash_fix(case))
+            outcome = "failed"
+        conn.send((outcome, detail, broken is None))
+        if broken is not None:
+            return
 
 
 def _run(key, name, case, state) -> tuple:
@@ -195,6 +209,19 @@ def _run(key, name, case, state) -> tuple:
     except ConformanceFailure as e:
         return "failed", e
     return "passed", None
+
+
+def _cuda_error(case: Case) -> str | None:
+    """The error CUDA raises now in this process, if the case used it."""
+    if not (case.device.startswith("cuda") or case.variant == "device"):
+        return None
+    if not torch.cuda.is_initialized():
+        return None
+    try:
+        torch.cuda.synchronize()
+    except Exception as e:  # noqa: BLE001  (the error is what is reported)
+        return str(e).strip().splitlines()[0]
+    return None
 
 
 def _set_warning_filters(filters) -> None:

@@ -362,6 +362,46 @@ def test_cases_in_the_worker_see_the_tests_warning_filters_and_rng(tmp_path):
     assert any("codes differ from the reference's" in r for r in reports["1"])
 
 
+# The parent uses CUDA first; one op then breaks CUDA in its process.
+CUDA_WORKER = """
+import torch
+from extension_cpp_testing import OpSpec, conformance_tests
+
+torch.zeros(1, device="cuda")
+
+@torch.library.custom_op("cuda_worker::out_of_bounds_mul", mutates_args=())
+def out_of_bounds_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    # Reads past the end of a: a device-side assert, after which CUDA is
+    # unusable in the process.
+    past_the_end = torch.full(a.shape, a.numel(), dtype=torch.long, device=a.device)
+    return a.flatten()[past_the_end] * b
+
+out_of_bounds_mul.register_fake(lambda a, b: torch.empty_like(a))
+only = dict(reference=torch.mul, exact=True, checks=("results",), layouts=("contiguous",),
+            dtypes=(torch.float32,), devices=("cuda",))
+test_broken = conformance_tests(OpSpec(torch.ops.cuda_worker.out_of_bounds_mul.default, **only))
+test_mul = conformance_tests(OpSpec(torch.ops.aten.mul.Tensor, **only))
+"""
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_cases_run_in_the_worker_and_a_broken_context_is_left_behind(tmp_path):
+    """A parent that has used CUDA (which a forked child could not) runs its
+    CUDA cases in the spawned worker; a case that leaves CUDA unusable fails,
+    and the next case gets a fresh worker and passes."""
+    module = tmp_path / "test_cuda_worker.py"
+    module.write_text(CUDA_WORKER)
+    proc = run_python(
+        ["-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "-rf", str(module)],
+        cwd=tmp_path,
+    )
+    out = proc.stdout
+    assert proc.returncode == 1, out[-3000:] + proc.stderr[-3000:]
+    assert "2 failed, 2 passed" in out, out[-3000:]
+    assert not re.findall(r"FAILED \S+::test_mul", out)
+
+
 def test_a_failed_compile_reads_without_log_records(tmp_path):
     """pytest attaches its log capture to torch's structured trace log, which
     logs a blank DEBUG record per compile step; the harness keeps them out of
