@@ -4,9 +4,11 @@ the run goes on.
 
 Why not a standard tool: pytest-forked forks per test, which a process that
 has used CUDA can't do, and pytest-xdist replaces a crashed worker only
-under ``-n``. This worker is started with multiprocessing's "spawn" (a fresh
-interpreter: CUDA and torch.compile work in it), serves every case of the
-session, and is started again after a crash.
+under ``-n``. This worker is a fresh interpreter (subprocess, with the
+parent's sys.path: CUDA and torch.compile work in it; unlike
+multiprocessing's "spawn", it never re-runs the parent's main script),
+serves every case of the session over a pipe, and is started again after a
+crash.
 
 The worker rebuilds each OpSpec by importing the module that made it (the
 test module, as pytest imported it) and taking the spec that module's n-th
@@ -22,10 +24,11 @@ from __future__ import annotations
 import atexit
 import faulthandler
 import importlib
-import multiprocessing
+import json
 import os
 import pickle
 import signal
+import subprocess
 import sys
 import traceback
 import warnings
@@ -67,31 +70,47 @@ class _Unavailable(Exception):
 
 
 class _Worker:
-    """The worker process and the pipe to it."""
+    """The worker process and the two pipes to it (requests, answers)."""
+
+    # Runs in the worker: the parent's sys.path first, then serve.
+    BOOT = (
+        "import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+        "from extension_cpp_testing.worker import serve; serve(int(sys.argv[2]), int(sys.argv[3]))"
+    )
 
     def __init__(self):
-        context = multiprocessing.get_context("spawn")
-        self.conn, child = context.Pipe()
-        # Not a daemon: torch.compile may start processes of its own.
-        self.process = context.Process(target=_serve, args=(child,), name="conformance-cases")
-        self.process.start()
-        child.close()
+        requests_read, requests_write = os.pipe()
+        answers_read, answers_write = os.pipe()
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", self.BOOT, json.dumps(sys.path)]
+            + [str(requests_read), str(answers_write)],
+            pass_fds=(requests_read, answers_write),
+        )
+        os.close(requests_read)
+        os.close(answers_write)
+        self.requests = os.fdopen(requests_write, "wb")
+        self.answers = os.fdopen(answers_read, "rb")
 
     def run(self, key: tuple[str, int], name: str, case: Case):
         """("passed" | "failed" | "error" | "unavailable", detail, usable), or
         ("crashed", exit code, False) when the process died running the case;
         usable is False where the case left CUDA unusable in the worker."""
-        self.conn.send((key, name, case, _parent_state()))
         try:
-            return self.conn.recv()
-        except EOFError:
-            self.process.join()
-            return "crashed", self.process.exitcode, False
+            pickle.dump((key, name, case, _parent_state()), self.requests)
+            self.requests.flush()
+            return pickle.load(self.answers)
+        except (EOFError, BrokenPipeError):
+            return "crashed", self.process.wait(), False
 
     def close(self) -> None:
-        self.conn.close()
-        self.process.join(timeout=30)
-        if self.process.is_alive():
+        for pipe in (self.requests, self.answers):
+            try:
+                pipe.close()
+            except OSError:
+                pass  # the worker is gone: nothing left to flush
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
             self.process.kill()
 
 
@@ -173,11 +192,14 @@ def _picklable(x) -> bool:
 # -- in the worker ------------------------------------------------------------
 
 
-def _serve(conn) -> None:
+def serve(requests_fd: int, answers_fd: int) -> None:
+    """The worker's loop: a case in, its outcome out, until the parent closes
+    the pipe."""
     faulthandler.enable()  # a crash prints the Python stack of the case
+    requests, answers = os.fdopen(requests_fd, "rb"), os.fdopen(answers_fd, "wb")
     while True:
         try:
-            key, name, case, state = conn.recv()
+            key, name, case, state = pickle.load(requests)
         except EOFError:
             return
         try:
@@ -191,7 +213,8 @@ def _serve(conn) -> None:
             what = f"the case left CUDA unusable in its process: {broken}"
             detail = ConformanceFailure(case.check, case.id, what, _crash_fix(case))
             outcome = "failed"
-        conn.send((outcome, detail, broken is None))
+        pickle.dump((outcome, detail, broken is None), answers)
+        answers.flush()
         if broken is not None:
             return
 
@@ -224,9 +247,17 @@ def _cuda_error(case: Case) -> str | None:
     return None
 
 
+# The filters last set from the parent's.
+_filters: list | None = None
+
+
 def _set_warning_filters(filters) -> None:
     """The parent's filters, through the public API (which tells the modules'
-    warning registries that the filters changed)."""
+    warning registries that the filters changed), where they changed."""
+    global _filters
+    if filters == _filters:
+        return
+    _filters = filters
     warnings.resetwarnings()
     for action, message, category, module, lineno in reversed(filters):
         # A compiled pattern, its text, or None for any.
