@@ -362,6 +362,28 @@ def test_cases_in_the_worker_see_the_tests_warning_filters_and_rng(tmp_path):
     assert any("codes differ from the reference's" in r for r in reports["1"])
 
 
+def test_a_script_that_starts_pytest_runs_once(tmp_path):
+    """The worker is a fresh interpreter that imports the test module, never
+    the script that started pytest (multiprocessing's spawn would re-run a
+    script without a __main__ guard, pytest and all)."""
+    (tmp_path / "test_mul.py").write_text(
+        "import torch\n"
+        "from extension_cpp_testing import OpSpec, conformance_tests\n"
+        "test_mul = conformance_tests(OpSpec(torch.ops.aten.mul.Tensor, reference=torch.mul,\n"
+        "    checks=('results',), layouts=('contiguous',), dtypes=(torch.float32,),\n"
+        "    devices=('cpu',)))\n"
+    )
+    (tmp_path / "run.py").write_text(
+        "import sys, pytest\n"
+        "print('the script started')\n"
+        "sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'test_mul.py']))\n"
+    )
+    proc = run_python(["run.py"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.stdout.count("the script started") == 1, proc.stdout[-3000:]
+    assert "1 passed" in proc.stdout
+
+
 # The parent uses CUDA first; one op then breaks CUDA in its process.
 CUDA_WORKER = """
 import torch
