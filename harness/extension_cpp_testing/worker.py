@@ -176,7 +176,7 @@ def _parent_state() -> dict:
     pytest set them for the test) and the RNG."""
     return {
         "filters": [f for f in warnings.filters if _picklable(f)],
-        "rng": torch.get_rng_state(),
+        "rng": bytes(torch.get_rng_state().tolist()),  # bytes pickle faster than a tensor
         "seed": torch.initial_seed(),
     }
 
@@ -226,7 +226,7 @@ def _run(key, name, case, state) -> tuple:
         return "unavailable", str(e)
     _set_warning_filters(state["filters"])
     torch.manual_seed(state["seed"])
-    torch.set_rng_state(state["rng"])
+    torch.set_rng_state(torch.frombuffer(bytearray(state["rng"]), dtype=torch.uint8))
     try:
         spec.run(case)
     except ConformanceFailure as e:
