@@ -131,8 +131,7 @@ def run_case(spec, key: tuple[str, int] | None, case: Case) -> None:
         atexit.register(_close)
     outcome, detail, usable = _worker.run(key, spec.name, case)
     if not usable:  # the next case starts another worker
-        if outcome != "crashed":
-            _worker.close()
+        _worker.close()
         _worker = None
     if outcome == "passed":
         return
