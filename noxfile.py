@@ -71,9 +71,9 @@ STABLE_CELLS += [(py, STABLE_TORCHES[0]) for py in ("3.10", "3.11", "3.13")]
 # the newest release, each with a torchvision built for it (0.29.2 is built
 # for 2.14 on the stable ABI and loads on 2.15).
 HARNESS_CELLS = {OLDEST_TORCH: "0.23.0", "2.15.0": "0.29.2"}
-# The harness's own tests (harness/tests once they move there) and the
+# The harness's own tests (harness/tests) and the
 # torchvision OpSpecs, with the suite's conftest.py, copied out of the tree.
-HARNESS_TESTS = ["tests/harness_zoo", "tests/third_party"]
+HARNESS_TESTS = ["harness/tests", "tests/third_party"]
 HARNESS_TEST_REQUIREMENTS = ["pytest", "pytest-randomly", "pytest-metadata", "hypothesis"]
 HARNESS_TEST_REQUIREMENTS += ["expecttest", "numpy", "pillow", "ninja"]
 
