@@ -68,7 +68,10 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
             # (a compiled module such as a._C is not a node).
             for alias in node.names:
                 targets.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base)
-    return {t for t in targets if t in known and t != name}
+    # A package's __init__ runs before its modules, so a module naming its own
+    # package (`from . import x`, x not a module here) adds no edge.
+    ancestors = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)}
+    return {t for t in targets if t in known and t != name and t not in ancestors}
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
