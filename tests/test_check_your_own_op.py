@@ -41,7 +41,7 @@ class _ScaledSiluDerivative(torch.autograd.Function):
 
     It has no jvp, so forward mode raises, and so does every torch.func
     transform (they can't see into a dispatcher kernel): the op gives reverse
-    mode only, which is what OpSpec's default claims. The Autograd kernel that
+    mode only, which its OpSpec declares. The Autograd kernel that
     torch.library.register_autograd registers skips it where no input
     requires grad, and then drops a forward-mode tangent without an error.
     """
@@ -85,6 +85,7 @@ SCALED_SILU = OpSpec(
     reference=lambda x, scale: (torch.nn.functional.silu(x.double()) * scale).to(x.dtype),
     arity=1,  # one tensor input, then the extra arguments
     extra_args=(0.5,),
+    autodiff=("reverse",),  # reverse mode only: every other mode must raise
 )
 
 test_scaled_silu = conformance_tests(SCALED_SILU)
@@ -184,6 +185,7 @@ SEGMENT_SUM = OpSpec(
     samples=segment_samples,
     layouts=("contiguous", "transposed"),
     grad_args=(0,),  # the values; segment ids are integers
+    autodiff=("reverse",),
     skip={"vmap": "no batching rule registered yet (torch.library.register_vmap)"},
 )
 

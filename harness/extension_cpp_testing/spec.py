@@ -115,11 +115,13 @@ class OpSpec:
             opcheck's requires_grad cases mark); default every floating-point
             tensor input. Leave out boxes, coordinates and other inputs the op
             does not differentiate.
-        autodiff: the autodiff modes the op claims (keys of ``autodiff.MODES``):
-            each must give the reference's derivative, and every mode not
-            claimed must raise an error, never return a missing or wrong
-            derivative. gradcheck and gradgradcheck run where ``"reverse"`` is
-            claimed.
+        autodiff: the autodiff modes the op claims (keys of ``autodiff.MODES``;
+            default: every one): each must give the reference's derivative,
+            and every mode left out must raise an error, never return a
+            missing or wrong derivative. An op with reverse mode only (a
+            backward from ``torch.library.register_autograd``) declares
+            ``autodiff=("reverse",)``. gradcheck and gradgradcheck run where
+            ``"reverse"`` is claimed.
         dynamic_output: an output's size depends on the input's values (``nms``,
             ``nonzero``; the fake kernel uses
             ``torch.library.get_ctx().new_dynamic_size()``). The fake, opcheck,
@@ -176,7 +178,7 @@ class OpSpec:
     integer_tolerance: dict | None = None
     differentiable: bool | None = None
     grad_args: Sequence[int] | None = None
-    autodiff: Sequence[str] = ("reverse",)
+    autodiff: Sequence[str] = tuple(MODES)
     dynamic_output: bool = False
     dynamic_dims: dict[int, dict[int, str]] | None = None
     compare_storage: bool | None = None

@@ -292,6 +292,7 @@ GATHER = OpSpec(
     dtypes=(torch.float32, torch.float64),
     devices=("cpu",),
     checks=("gradcheck", "autodiff", "opcheck", "export"),
+    autodiff=("reverse",),
     bad_inputs=(),
     # The index varies in its own length: not with x's rows.
     dynamic_dims={0: {0: "rows"}},
@@ -868,19 +869,25 @@ def test_a_mode_that_works_but_is_not_claimed_says_to_claim_it():
     mul = dict(
         reference=torch.mul, layouts=("contiguous",), dtypes=(torch.float64,), devices=("cpu",)
     )
-    failures = run_all(OpSpec(torch.ops.aten.mul.Tensor, **mul), checks={"autodiff"})["autodiff"]
+    reverse = OpSpec(torch.ops.aten.mul.Tensor, **mul, autodiff=("reverse",))
+    failures = run_all(reverse, checks={"autodiff"})["autodiff"]
     assert len(failures) == len(MODES) - 1
     assert all("returned the reference's derivative" in f.what for f in failures)
     jvp = next(f for f in failures if f.case.endswith("-jvp-raises"))
     assert jvp.fix.endswith("OpSpec(autodiff=(..., 'jvp'))")
-    every = OpSpec(torch.ops.aten.mul.Tensor, **mul, autodiff=tuple(MODES))
+    every = OpSpec(torch.ops.aten.mul.Tensor, **mul)  # the default claims every mode
+    assert every.autodiff == tuple(MODES)
     assert run_all(every, checks={"autodiff"}) == {}
 
 
 def test_every_mode_gets_a_case_claimed_or_not():
-    spec = OpSpec(torch.ops.aten.mul.Tensor, reference=torch.mul, devices=("cpu",))
+    spec = OpSpec(
+        torch.ops.aten.mul.Tensor, reference=torch.mul, devices=("cpu",), autodiff=("reverse",)
+    )
     variants = {c.variant for c in spec.cases() if c.check == "autodiff"}
     assert variants == {"reverse"} | {f"{m}-raises" for m in MODES if m != "reverse"}
+    claimed = dataclasses.replace(spec, autodiff=tuple(MODES))
+    assert {c.variant for c in claimed.cases() if c.check == "autodiff"} == set(MODES)
     with pytest.raises(ValueError, match=r"unknown autodiff modes \['jvps'\]"):
         OpSpec(torch.ops.aten.mul.Tensor, reference=torch.mul, autodiff=("jvps",))
 

@@ -68,7 +68,7 @@ def register_autograd_kernel(qualname: str, setup_context, backward, jvp=None) -
     Without a jvp, forward mode raises (NotImplementedError: "You must
     implement the jvp function"), and so does every torch.func transform,
     which can't see into a dispatcher kernel: reverse mode is all it gives,
-    as an OpSpec's default autodiff=("reverse",) says. register_autograd
+    as the zoo's OpSpecs declare (autodiff=("reverse",)). register_autograd
     instead skips autograd where no input requires grad, so a forward-mode
     tangent is dropped without an error."""
     namespace, name = qualname.split("::")
@@ -360,9 +360,8 @@ QUANT_SCALE = 2.0**-5
 
 def _specs() -> dict[str, OpSpec]:
     zoo = dict(dtypes=ZOO_DTYPES, layouts=ZOO_LAYOUTS, devices=("cpu",), exact=True)
-    # Reverse mode only (the default autodiff): _autograd's Function raises in
-    # every other mode.
-    functional = dict(zoo, reference=torch.mul)
+    # Reverse mode only: _autograd's Function raises in every other mode.
+    functional = dict(zoo, reference=torch.mul, autodiff=("reverse",))
     out = dict(zoo, reference=torch.add, out=True)
     specs = {
         name: OpSpec(getattr(ops, name).default, **functional)
@@ -387,8 +386,7 @@ def _specs() -> dict[str, OpSpec]:
     }
     specs["jvp_off_mul"] = OpSpec(
         ops.jvp_off_mul.default,
-        **functional,
-        autodiff=("reverse", "forward_ad", "forward_ad-last-only"),
+        **{**functional, "autodiff": ("reverse", "forward_ad", "forward_ad-last-only")},
     )
     # y is read and written: the schema's Tensor(a!) says so, and the
     # reference updates its copy of y as the op does. The kernel rounds y + alpha * x
