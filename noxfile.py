@@ -329,4 +329,7 @@ def matrix_harness(session: nox.Session, torch: str) -> None:
                 shutil.copy2(source, target)
         metadata = {"track": "harness", "wheel": harness.name, "sha256": facts["sha256"]}
         junit = RESULTS / f"{session.name}.xml"
-        pytest_from_tree(session, HARNESS_TESTS, junit, {}, metadata, tree=Path(copy))
+        # The copy is no git checkout: the tree's commit, for tests/conftest.py.
+        describe = ["git", "-C", str(REPO), "describe", "--always", "--dirty", "--abbrev=10"]
+        env = {"EXTENSION_CPP_COMMIT": session.run(*describe, external=True, silent=True).strip()}
+        pytest_from_tree(session, HARNESS_TESTS, junit, env, metadata, tree=Path(copy))
