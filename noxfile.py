@@ -330,6 +330,14 @@ def matrix_harness(session: nox.Session, torch: str) -> None:
         metadata = {"track": "harness", "wheel": harness.name, "sha256": facts["sha256"]}
         junit = RESULTS / f"{session.name}.xml"
         # The copy is no git checkout: the tree's commit, for tests/conftest.py.
-        describe = ["git", "-C", str(REPO), "describe", "--always", "--dirty", "--abbrev=10"]
+        describe = [
+            "git",
+            "-C",
+            str(REPO),
+            "describe",
+            "--always",
+            "--dirty=+local-changes",
+            "--abbrev=10",
+        ]
         env = {"EXTENSION_CPP_COMMIT": session.run(*describe, external=True, silent=True).strip()}
         pytest_from_tree(session, HARNESS_TESTS, junit, env, metadata, tree=Path(copy))
