@@ -385,6 +385,8 @@ SPECS = {
         dynamic_dims={0: {0: "batch"}, 2: {0: "batch"}, 3: {0: "batch"}},
         # The CUDA backward sums the offsets' gradients with atomic adds.
         nondeterministic=True,
+        # Reverse mode only, as the RoI ops.
+        autodiff=("reverse",),
         # Bad input: an integer image, a bias one longer than the output
         # channels (shape: the last tensor), inputs on two devices.
         bad_inputs=("dtype", "shape", "device"),
