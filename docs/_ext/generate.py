@@ -132,7 +132,9 @@ def _rewrite_links(text: str, folder: str, out_dir: str, tutorial: str) -> str:
         if rel[0] == "appendix" and len(rel) >= 2 and rel[2:] in ([], ["README.md"]):
             return f"[{label}](appendix_{rel[1]}.md)"
         if os.path.isfile(full):
-            return f"{{download}}`{label} <{os.path.relpath(full, out_dir)}>`"
+            # A Markdown link to a file that is not a page is a download in
+            # MyST; unlike the {download} role, its label may hold markup.
+            return f"[{label}]({os.path.relpath(full, out_dir)})"
         return f"{label} (`{os.path.relpath(full, os.path.dirname(tutorial))}`)"
 
     out, fenced = [], False

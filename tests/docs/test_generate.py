@@ -63,7 +63,7 @@ def test_one_page_per_checkpoint_links_its_files(tutorial, tmp_path) -> None:
 def test_readme_links_point_at_the_site(tutorial, tmp_path) -> None:
     generate._tutorial_pages(str(tutorial))
     first = (tmp_path / "_generated" / "tutorial" / "01_define.md").read_text()
-    assert "{download}`ops.cpp <../../tutorial/01_define/csrc/ops.cpp>`" in first
+    assert "[ops.cpp](../../tutorial/01_define/csrc/ops.cpp)" in first
     assert "[next](02_impl.md)" in first
     assert "[the tutorial](../../tutorial/index.md#building)" in first
     second = (tmp_path / "_generated" / "tutorial" / "02_impl.md").read_text()

@@ -233,6 +233,37 @@ def _article(site: str, page: str) -> str:
     return article[: article.rindex("</article>")]
 
 
+def _prose(article: str) -> str:
+    """An article's HTML without its code: what MyST rendered from prose."""
+    return re.sub(r"<(pre|code)\b.*?</\1>", "", article, flags=re.S)
+
+
+@pytest.mark.parametrize("page", [_rel(p) for p in _pages()] or ["<no pages>"])
+def test_no_markup_reaches_the_page_unrendered(site: str, page: str) -> None:
+    """A role MyST did not parse ({download}`...` whose label held backticks)
+    shows as text; a dunder outside backticks (__init__) becomes bold init."""
+    prose = _prose(_article(site, page))
+    roles = re.findall(r"\{[a-z][\w:-]*\}`", unescape(re.sub(r"<[^>]+>", "", prose)))
+    assert not roles, f"{page}: raw MyST roles in the text: {roles}"
+    dunders = re.findall(r"[\w/.]<strong>\w+</strong>|<strong>\w+</strong>[\w.(]", prose)
+    assert not dunders, f"{page}: a __name__ outside backticks, rendered bold: {dunders}"
+
+
+def test_api_descriptions_are_not_repeated(site: str) -> None:
+    """ "a, b, c: text" in a docstring's Args must stay one entry, not the same
+    text under three names (napoleon's :param: fields split it)."""
+    for page in ("api.html", "check_your_op.html"):
+        article = _article(site, page)
+        for fields in re.findall(r'<dl class="field-list[^"]*">(.*?)</dl>', article, re.S):
+            items = [
+                unescape(re.sub(r"<[^>]+>", "", i))
+                for i in re.findall(r"<li>(.*?)</li>", fields, re.S)
+            ]
+            said = [re.split(r" [–-] ", i, maxsplit=1)[-1].strip() for i in items]
+            repeated = {s[:80] for s in said if s and said.count(s) > 1}
+            assert not repeated, f"{page}: descriptions repeated under several names: {repeated}"
+
+
 @pytest.mark.parametrize(
     ("term", "target"),
     [
