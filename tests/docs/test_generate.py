@@ -143,3 +143,94 @@ def test_performance_headline_links_each_machine_page(tmp_path, monkeypatch) -> 
     assert "</_generated/results/cpu-16cores>` (Intel(R) Xeon(R), 16 cores):" in text
     assert "| cpu | 1 of 1 |" in text
     assert "| not | this |" not in text
+
+
+# --------------------------------------------------------------------------
+# Stale results
+
+
+def _git(repo, *args: str) -> str:
+    import subprocess
+
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t")
+    env["GIT_COMMITTER_EMAIL"] = "t@t"
+    return subprocess.run(
+        ["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+@pytest.fixture
+def history(tmp_path):
+    """A repository whose kernel changed once after a first commit, then its docs."""
+    _write(tmp_path / "csrc" / "ops.cpp", "// v1\n")
+    _write(tmp_path / "docs" / "index.md", "# docs\n")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-qm", "v1")
+    first = _git(tmp_path, "rev-parse", "--short=10", "HEAD")
+    _write(tmp_path / "csrc" / "ops.cpp", "// v2\n")
+    _git(tmp_path, "commit", "-qam", "v2")
+    code = _git(tmp_path, "rev-parse", "--short=10", "HEAD")
+    _write(tmp_path / "docs" / "index.md", "# docs, edited\n")
+    _git(tmp_path, "commit", "-qam", "docs only")
+    return tmp_path, first, code
+
+
+def test_results_measured_before_a_code_change_are_marked(history) -> None:
+    repo, first, code = history
+    page = f"`make test` at commit `{first}`, 2026-01-02 03:04 UTC: 5 s of tests.\n\n| a |\n"
+    text, found = generate.mark_stale("conformance.md", page, str(repo))
+    assert len(found) == 1, found
+    part, why, rerun = found[0]
+    assert part == "conformance.md"
+    assert rerun == "make test"
+    assert f"1 commit since `{first}`" in why
+    assert f"the last `{code[:7]}" in why
+    assert text.startswith(":::{warning}\n**Stale**: 1 commit since"), text
+    # A change outside what the page measures (docs/) leaves it current.
+    current = page.replace(first, code)
+    assert generate.mark_stale("conformance.md", current, str(repo)) == (current, [])
+    # A commit that is not in the history can't be judged current.
+    unknown = page.replace(first, "0123456789")
+    assert (
+        "not in this checkout's history"
+        in generate.mark_stale("conformance.md", unknown, str(repo))[1][0][1]
+    )
+
+
+def test_perf_parts_are_judged_alone_and_on_one_machine(history) -> None:
+    repo, first, head = history
+    stamp = (
+        "`python scripts/bench_{}.py` at commit `{}`, 2026-01-0{}; CPU {}, 2 cores, torch 2.14.1."
+    )
+    page = "\n".join(
+        [
+            "# Results: 2-core CPU",
+            "",
+            "## Every layout",
+            "",
+            stamp.format("layouts", head, 3, "A"),
+            "",
+            "## Whole calls, by size",
+            "",
+            stamp.format("ratios", head, 2, "B"),
+            "",
+            "## Stable ABI against classic",
+            "",
+            stamp.format("stable", first, 3, "A"),
+        ]
+    )
+    text, found = generate.mark_stale("perf/cpu-2cores.md", page, str(repo))
+    assert [f[0] for f in found] == [
+        "perf/cpu-2cores.md, Whole calls, by size",
+        "perf/cpu-2cores.md, Stable ABI against classic",
+    ]
+    assert "it ran on CPU B, 2 cores, the rest of this page on CPU A, 2 cores" in found[0][1]
+    assert (
+        found[0][2] == "make bench BENCH_OUT=docs/results/perf BENCH_PARTS=ratios on a 2-core CPU"
+    )
+    assert "1 commit since" in found[1][1]
+    # Each mark sits under its part's heading; the current part has none.
+    layouts, ratios = text.split("## Whole calls, by size")
+    assert "Stale" not in layouts
+    assert ratios.lstrip().startswith(":::{warning}")

@@ -222,6 +222,18 @@ def test_site_reads_in_one_sitting(site: str) -> None:
     assert total < WORD_BUDGET, f"{total} words (budget {WORD_BUDGET}); largest: {largest}"
 
 
+def test_every_stale_results_part_is_marked(site: str) -> None:
+    """The build lists stale results parts (docs/_build/stale.json, printed by
+    make docs); each must carry its warning on the page that shows it."""
+    with open(os.path.join(DOCS, "_build", generate.STALE_JSON), encoding="utf-8") as f:
+        stale = json.load(f)
+    marks = 0
+    for page in _pages():
+        with open(page, encoding="utf-8") as f:
+            marks += f.read().count("<strong>Stale</strong>:")
+    assert marks == len(stale), f"{marks} marks on the pages for {len(stale)} stale parts"
+
+
 def _reading_order(site: str) -> list[str]:
     with open(os.path.join(site, "index.html"), encoding="utf-8") as f:
         html = f.read()
