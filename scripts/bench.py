@@ -17,7 +17,8 @@ its tables, stamped with its command, commit and date, to build/bench/<kind>/:
              scripts/bench_report.py: GB/s, the fraction of a device copy, plots.
 
 The page, <kind>.md, is assembled from the last results of every part in that
-folder (so a part can be rerun alone) and written to --out: build/bench by
+folder (so a part can be rerun alone; a part from another machine than the
+newest part's is left out) and written to --out: build/bench by
 default, outside the tracked tree. `--out docs/results/perf` (make bench
 BENCH_OUT=docs/results/perf) replaces the docs' page for this kind of machine;
 the raw measurements stay in build/bench.
@@ -335,6 +336,13 @@ def assemble(kind_name: str, raw: str, out: str) -> str:
                 parts[part] = (f.read(), json.load(g))
     if not parts:
         raise SystemExit(f"no results in {raw}: run `make bench` first")
+    # One machine per page: the newest part's. A part kept from a run on
+    # another machine of the same kind is left out until it is rerun here.
+    newest = max(parts.values(), key=lambda p: p[1].get("date", ""))[1]["machine"]
+    for part, (_, record) in list(parts.items()):
+        if record["machine"] != newest:
+            print(f"left out of the page: {part}, which ran on {record['machine']}, not {newest}")
+            del parts[part]
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, f"{kind_name}.md")
     with open(path, "w", encoding="utf-8") as f:

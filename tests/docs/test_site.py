@@ -98,7 +98,10 @@ def chromium() -> str:
         path = shutil.which(name)
         if path:
             return path
-    why = "no Chromium on PATH: install it to run the browser checks (as root: make docs-deps, or apt-get install chromium)"
+    why = (
+        "no Chromium on PATH: install it to run the browser checks "
+        "(as root: make docs-deps, or apt-get install chromium)"
+    )
     if os.environ.get("CI"):
         pytest.fail(f"{why}; CI must run them")
     pytest.skip(why)
