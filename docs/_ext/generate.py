@@ -538,6 +538,9 @@ def generate(app: Sphinx) -> None:
             "compatibility.md", "The Python x torch compatibility table", "make matrix"
         ),
         "conformance.md": _conformance_fragment(),
+        "compute_sanitizer.md": _include_or_missing(
+            "compute-sanitizer.md", "The compute-sanitizer results", "make compute-sanitizer"
+        ),
         "performance.md": _performance_fragment(),
         "performance_headline.md": _performance_headline(),
         "cpp_or_triton.md": _cpp_or_triton_fragment(),

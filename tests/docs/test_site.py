@@ -412,6 +412,7 @@ def test_results_are_shown_where_they_exist(site: str) -> None:
         "tutorial_matrix.md": "tutorial/index.html",
         "tutorial_matrix_gpu.md": "tutorial/index.html",
         "compatibility.md": "compatibility.html",
+        "compute-sanitizer.md": "hardening.html",
         "conformance.md": "conformance.html",
         "conformance-stable.md": "conformance.html",
         "conformance-gpu.md": "conformance.html",
