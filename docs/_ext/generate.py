@@ -469,7 +469,7 @@ def _performance_fragment() -> str:
     if not tables:
         return _missing("The benchmark results", perf, "make bench")
     pages = [_results_page(t) for t in tables]
-    return "```{toctree}\n:maxdepth: 1\n\n" + "\n".join(pages) + "\n```\n"
+    return "```{toctree}\n:maxdepth: 1\n\n" + "\n".join([*pages, "/design_notes"]) + "\n```\n"
 
 
 def _performance_headline() -> str:
