@@ -330,6 +330,23 @@ def test_getting_started_takes_a_reader_to_make_tutorial(site: str) -> None:
     assert re.search(r"\d+(\.\d+)? GB", text), "what make tutorial costs in disk"
 
 
+def test_index_offers_both_on_ramps_before_anything_else(site: str) -> None:
+    """A learner goes to Getting started and the tutorial; someone with an op
+    of their own goes to Check your own op, which needs no make tutorial."""
+    article = _article(site, "index.html")
+    start = article.index('id="where-to-start"')
+    ramps = article[start : article.index("<section", start)]
+    for href in ("getting_started.html", "tutorial/index.html", "check_your_op.html"):
+        assert f'href="{href}' in ramps, f"the index's on-ramps do not link {href}"
+    assert start < article.index('id="do-you-need-a-custom-op-at-all"')
+    text = unescape(re.sub(r"<[^>]+>", "", ramps))
+    assert "pip install" in text
+    assert "pytest" in text
+    getting_started = _article(site, "getting_started.html")
+    first = getting_started[: getting_started.index("<h2")]
+    assert 'href="check_your_op.html' in first, "Getting started should send an op's owner on"
+
+
 def test_every_step_links_onward(site: str) -> None:
     """Each step ends with "Next:" and a link, the last one included."""
     stages = sorted(glob.glob(os.path.join(site, "_generated", "tutorial", "[0-9][0-9]_*.html")))
