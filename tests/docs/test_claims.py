@@ -302,3 +302,15 @@ def test_performance_claims_no_tie_that_a_results_page_misses():
         text = _read(DOCS / "performance.md")
         found = [s for s in re.findall(r"[^.]*\ba tie\b[^.]*", text) if "A/A" not in s]
         assert not found, f"performance.md claims a tie; {missed} report a MISS: {found}"
+
+
+def test_stable_page_gives_pytorchs_advice_and_where_ours_differs():
+    """PyTorch's tutorial recommends the stable ABI from torch 2.10 on; the
+    page that compares the builds says so, links it, and says when not."""
+    text = _read(DOCS / "stable_abi.md")
+    advice = re.search(r"^## PyTorch's advice.*?(?=^## )", text, re.M | re.S)
+    assert advice, "stable_abi.md has no section on PyTorch's advice"
+    assert "https://docs.pytorch.org/tutorials/advanced/cpp_custom_ops.html" in advice[0]
+    assert re.search(r"recommends the stable ABI from torch 2\.10", advice[0])
+    assert re.search(r"advises the classic ABI", advice[0])
+    assert text.index("## PyTorch's advice") < text.index("## What each costs"), "put it first"
