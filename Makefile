@@ -100,7 +100,7 @@ test-conformance: build
 	$(PY) -m pytest tests/conformance
 	EXTENSION_CPP_BUILD=stable $(PY) -m pytest tests/conformance
 
-# Hardening (docs/troubleshooting.md, "Fuzzing and sanitizers").
+# Hardening (docs/hardening.md, "Fuzzing and sanitizers").
 # fuzz: the property tests with ten times make test's examples, from a fresh
 # seed it prints; FUZZ_SEED=N replays a run.
 ifndef FUZZ_SEED

@@ -163,8 +163,7 @@ def _appendix_page(folder: str, out_dir: str, tutorial: str) -> str:
     lines += [_rewrite_links(readme, folder, out_dir, tutorial), ""]
     lines += _file_links(folder, out_dir, files, what)
     lines += [
-        "Its tests run in `make test`; the [conformance page](../../conformance.md) "
-        "gives the last recorded runs.",
+        "Its tests run in `make tutorial`.",
         "",
     ]
     _write(os.path.join(out_dir, f"{name}.md"), "\n".join(lines))
