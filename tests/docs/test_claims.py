@@ -691,3 +691,14 @@ def test_every_path_a_page_names_exists(page):
         if not (REPO / path).exists() and not (page.parent / path).exists():
             missing.append(path)
     assert not missing, f"{page.relative_to(REPO)} names files that do not exist: {missing}"
+
+
+def test_troubleshooting_output_shows_no_machines_paths():
+    """A traceback showed one machine's /opt/torch/.venv and /work/main; the
+    pages shorten paths to .../site-packages/ and $TMP, as reproduce.py does."""
+    page = _read(DOCS / "troubleshooting.md")
+    shown = re.findall(r"^```\{literalinclude\} (troubleshooting/\S+\.txt)", page, re.M)
+    assert shown
+    for name in shown:
+        found = re.findall(r"(?<![\w.$])/(?:opt|work|home|root|tmp)/\S*", _read(DOCS / name))
+        assert not found, f"docs/{name} shows a machine's paths: {found}"
