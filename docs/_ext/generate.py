@@ -421,7 +421,29 @@ def _tutorial_matrix_fragment() -> str:
     ):
         body = _include_or_missing(name, "The tutorial stage matrix", command)
         sections.append(f"**{title}:**\n\n::::{{container}} stage-matrix\n{body}::::\n")
+    _share_footnotes(
+        os.path.join(GENERATED, "fragments", "results", "tutorial_matrix.md"),
+        os.path.join(GENERATED, "fragments", "results", "tutorial_matrix_gpu.md"),
+    )
     return "\n".join(sections)
+
+
+def _share_footnotes(first: str, second: str, prefix: str = "gpu-") -> None:
+    """The second table's footnotes that say what the first's say (same text
+    under its label less the prefix) point at the first's; the page shows each
+    reason once."""
+    if not (os.path.exists(first) and os.path.exists(second)):
+        return
+    with open(first, encoding="utf-8") as f:
+        notes = dict(re.findall(r"^\[\^([\w-]+)\]: (.*)$", f.read(), re.M))
+    with open(second, encoding="utf-8") as f:
+        text = f.read()
+    for label, body in re.findall(r"^\[\^([\w-]+)\]: (.*)$", text, re.M):
+        shared = label.removeprefix(prefix)
+        if label != shared and notes.get(shared) == body:
+            text = re.sub(rf"^\[\^{re.escape(label)}\]: .*\n+", "", text, flags=re.M)
+            text = text.replace(f"[^{label}]", f"[^{shared}]")
+    _write(second, text)
 
 
 def _conformance_fragment() -> str:

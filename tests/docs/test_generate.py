@@ -234,3 +234,17 @@ def test_perf_parts_are_judged_alone_and_on_one_machine(history) -> None:
     layouts, ratios = text.split("## Whole calls, by size")
     assert "Stale" not in layouts
     assert ratios.lstrip().startswith(":::{warning}")
+
+
+def test_second_matrix_shares_the_first_ones_footnotes(tmp_path) -> None:
+    first, second = tmp_path / "a.md", tmp_path / "b.md"
+    first.write_text("| 01 | ✗[^no-cpu] |\n\n[^no-cpu]: **no CPU kernel**: `E`\n")
+    second.write_text(
+        "| 01 | ✗[^gpu-no-cpu] | ✗[^gpu-no-cuda] |\n\n"
+        "[^gpu-no-cpu]: **no CPU kernel**: `E`\n\n[^gpu-no-cuda]: **no CUDA kernel**: `F`\n"
+    )
+    generate._share_footnotes(str(first), str(second))
+    text = second.read_text()
+    assert "| 01 | ✗[^no-cpu] | ✗[^gpu-no-cuda] |" in text
+    assert "[^gpu-no-cpu]" not in text
+    assert "[^gpu-no-cuda]: **no CUDA kernel**: `F`" in text
