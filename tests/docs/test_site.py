@@ -169,7 +169,7 @@ TOP_LEVEL = [
     "Performance",
     "Troubleshooting",
 ]
-WORD_BUDGET = 35_000
+WORD_BUDGET = 32_000
 
 
 def _sidebar_entries(page: str, level: int) -> list[str]:
@@ -222,7 +222,7 @@ def test_site_reads_in_one_sitting(site: str) -> None:
     with open(os.path.join(DOCS, "_build", generate.WORDCOUNT), encoding="utf-8") as f:
         assert json.load(f)["total"] == total, "wordcount.json is not this build's"
     largest = sorted(counts.items(), key=lambda kv: -kv[1])[:5]
-    assert total < WORD_BUDGET, f"{total} words (budget {WORD_BUDGET}); largest: {largest}"
+    assert total <= WORD_BUDGET, f"{total} words (budget {WORD_BUDGET}); largest: {largest}"
 
 
 def test_every_stale_results_part_is_marked(site: str) -> None:
