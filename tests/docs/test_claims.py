@@ -246,6 +246,8 @@ LAB_NOTEBOOK = [
     r"\bthe review'?s\b",
     r"\bthe GPU host\b",
     r"\bthis repository's (?:2-core|EPYC|VM|machine)",
+    r"\bNot kept\b",
+    r"\bmeasured and dropped\b",
 ]
 
 
@@ -702,3 +704,20 @@ def test_troubleshooting_output_shows_no_machines_paths():
     for name in shown:
         found = re.findall(r"(?<![\w.$])/(?:opt|work|home|root|tmp)/\S*", _read(DOCS / name))
         assert not found, f"docs/{name} shows a machine's paths: {found}"
+
+
+def test_step_6_gives_the_target_version_its_setup_py_defines():
+    """Step 6 explains TORCH_TARGET_VERSION's layout and STD_TORCH_CHECK; the
+    number it shows is the one its setup.py passes, and decodes as it says."""
+    readme = _read(TUTORIAL / "06_stable_abi" / "README.md").split("<!-- diff:begin")[0]
+    setup = _read(TUTORIAL / "06_stable_abi" / "setup.py")
+    defined = re.search(r"-DTORCH_TARGET_VERSION=(0x[0-9A-Fa-f]{16})", setup)
+    assert defined, "tutorial/06_stable_abi/setup.py defines no TORCH_TARGET_VERSION"
+    shown = re.search(
+        r"torch (\d+)\.(\d+) is `(\d+) << 56 \| (\d+) << 48`,\s+`(0x[0-9A-Fa-f]{16})`", readme
+    )
+    assert shown, "Step 6 no longer spells out TORCH_TARGET_VERSION's layout"
+    major, minor = int(shown[1]), int(shown[2])
+    assert (int(shown[3]), int(shown[4])) == (major, minor)
+    assert int(shown[5], 16) == int(defined[1], 16) == (major << 56 | minor << 48)
+    assert "STD_TORCH_CHECK" in readme
