@@ -10,7 +10,6 @@ import importlib.metadata
 import importlib.util
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -584,20 +583,18 @@ def _check_counts() -> dict[str, int]:
     block = source.split("# [check-your-op]")[1]
     test = re.search(r"^(test_\w+) = conformance_tests\(", block, re.M)
     assert test, "the ten-line example defines no conformance_tests"
-    collected = subprocess.run(
+    from child_process import run_python  # tests/: the child tests this run's package
+
+    collected = run_python(
         [
-            sys.executable,
             "-m",
             "pytest",
             "--collect-only",
             "-q",
             "-p",
             "no:randomly",
-            f"tests/test_check_your_own_op.py::{test[1]}",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
+            f"{REPO}/tests/test_check_your_own_op.py::{test[1]}",
+        ]
     )
     ids = re.findall(r"::\w+\[([^\]]+)\]", collected.stdout)
     assert ids, collected.stdout[-2000:] + collected.stderr[-2000:]
