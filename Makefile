@@ -21,8 +21,8 @@ export PYTHONUNBUFFERED := 1
 # after a change to one, a cached graph still expects the old output strides
 # and fails on the new kernel. So each version of the op code (both builds',
 # the Triton side path's, whose op function is its fake kernel, and the
-# harness zoo's, tests/harness_zoo) gets a cache of its own.
-OPS_HASH := $(shell cat extension_cpp/*.py stable/extension_cpp_stable/*.py tutorial/appendix/triton/extension_triton/*.py csrc/*.h csrc/*.cpp csrc/*/* csrc/*/*/* tests/harness_zoo/zoo* 2>/dev/null | sha1sum | cut -c1-12)
+# harness zoo's, harness/tests/harness_zoo) gets a cache of its own.
+OPS_HASH := $(shell cat extension_cpp/*.py stable/extension_cpp_stable/*.py tutorial/appendix/triton/extension_triton/*.py csrc/*.h csrc/*.cpp csrc/*/* csrc/*/*/* harness/tests/harness_zoo/zoo* 2>/dev/null | sha1sum | cut -c1-12)
 export TORCHINDUCTOR_CACHE_DIR ?= $(CURDIR)/build/inductor-$(OPS_HASH)
 
 .PHONY: setup build build-simple test-deps lint format test test-conformance test-simple test-copy tutorial \
@@ -86,13 +86,13 @@ test-copy: build
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/clang-format --dry-run -Werror $$(git ls-files 'csrc/*.cpp' 'csrc/*.h' 'csrc/*.cu' 'csrc/*.cuh' 'tutorial/*.cpp' 'tutorial/*.cu' 'examples/*.cpp' 'tests/*.cpp' 'tests/*.cu' 'scripts/*.cpp' 'scripts/*.cu')
+	$(VENV)/bin/clang-format --dry-run -Werror $$(git ls-files 'csrc/*.cpp' 'csrc/*.h' 'csrc/*.cu' 'csrc/*.cuh' 'tutorial/*.cpp' 'tutorial/*.cu' 'examples/*.cpp' 'tests/*.cpp' 'tests/*.cu' 'harness/*.cpp' 'harness/*.cu' 'scripts/*.cpp' 'scripts/*.cu')
 	$(VENV)/bin/actionlint
 
 format: setup
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
-	$(VENV)/bin/clang-format -i $$(git ls-files 'csrc/*.cpp' 'csrc/*.h' 'csrc/*.cu' 'csrc/*.cuh' 'tutorial/*.cpp' 'tutorial/*.cu' 'examples/*.cpp' 'tests/*.cpp' 'tests/*.cu' 'scripts/*.cpp' 'scripts/*.cu')
+	$(VENV)/bin/clang-format -i $$(git ls-files 'csrc/*.cpp' 'csrc/*.h' 'csrc/*.cu' 'csrc/*.cuh' 'tutorial/*.cpp' 'tutorial/*.cu' 'examples/*.cpp' 'tests/*.cpp' 'tests/*.cu' 'harness/*.cpp' 'harness/*.cu' 'scripts/*.cpp' 'scripts/*.cu')
 
 # The conformance suite once per build: the classic package, then the
 # stable-ABI one (tests/conformance/cases.py, EXTENSION_CPP_BUILD).
@@ -130,14 +130,19 @@ test-huge: build
 compute-sanitizer: build
 	PY=$(CURDIR)/$(PY) scripts/compute_sanitizer.sh
 
-# tests/third_party runs the harness on torchvision's ops: the torchvision
-# release built for requirements/torch.txt's torch, without its dependencies
-# (they would replace that torch).
+# tests/third_party runs the harness on torchvision's and bitsandbytes' ops:
+# the torchvision release built for requirements/torch.txt's torch, and a
+# pinned bitsandbytes (its findings are this release's), each without its
+# dependencies (they would replace that torch).
 TORCHVISION ?= 0.29.1
+BITSANDBYTES ?= 0.50.2
 test-deps: setup
 	@$(PY) -c "import torchvision" 2>/dev/null || { \
 		echo "==> installing torchvision $(TORCHVISION) for tests/third_party"; \
 		$(PY) -m pip install --progress-bar off -q --no-deps torchvision==$(TORCHVISION); }
+	@$(PY) -c "import bitsandbytes" 2>/dev/null || { \
+		echo "==> installing bitsandbytes $(BITSANDBYTES) for tests/third_party"; \
+		$(PY) -m pip install --progress-bar off -q --no-deps bitsandbytes==$(BITSANDBYTES); }
 
 # EXTENSION_CPP_HUGE=1: the tests past 2^31 elements (about 20 s and 4.6 GiB
 # on the CPU) run here; a bare pytest skips them.
@@ -148,7 +153,7 @@ test-deps: setup
 # Each run's junit XML goes to build/results/ (docs/results/README.md says how
 # one becomes the conformance page).
 test: lint build build-simple docs-deps test-deps
-	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests $(XDIST) --ignore=tests/docs --ignore=tests/test_copy_op.py \
+	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests harness/tests $(XDIST) --ignore=tests/docs --ignore=tests/test_copy_op.py \
 		$(addprefix --ignore=,$(TUTORIAL_TESTS)) -p docs.pytest_machine --junitxml=build/results/conformance.xml
 	EXTENSION_CPP_HUGE=1 EXTENSION_CPP_BUILD=stable $(PY) -m pytest tests/conformance $(XDIST) \
 		-p docs.pytest_machine --junitxml=build/results/conformance-stable.xml

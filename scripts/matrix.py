@@ -24,7 +24,7 @@ Subcommands:
                    extension-cpp-testing), which both op wheels require
   run-harness      the harness track: that wheel, installed with --no-deps into
                    a venv holding only torch (the oldest release it claims, and
-                   2.15) and the test tools, runs the zoo (tests/harness_zoo)
+                   2.15) and the test tools, runs its tests (harness/tests)
                    and the torchvision OpSpecs (tests/third_party)
   render           rewrite build/results/compatibility.md from the .json
 
@@ -906,7 +906,7 @@ def harness_tests_copy(dest: Path) -> Path:
         "tests/__init__.py",
         "tests/conftest.py",
         "tests/child_process.py",
-        "tests/harness_zoo",
+        "harness/tests",
         "tests/third_party",
     ):
         source = REPO / entry
@@ -963,7 +963,7 @@ def check_harness_on(python: Path, torch_version: str, wheel: Path, work: Path) 
         env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(tmp) / "inductor")
         t = time.monotonic()
         proc = subprocess.run(
-            [vpy, "-m", "pytest", "tests/harness_zoo", "tests/third_party", "-q", "-rs"]
+            [vpy, "-m", "pytest", "harness/tests", "tests/third_party", "-q", "-rs"]
             + ["-p", "no:cacheprovider", "-c", REPO / "pyproject.toml", "--rootdir", tests]
             + [f"--junitxml={junit}"],
             cwd=tests,
@@ -1020,7 +1020,7 @@ def render_harness(rec: dict | None) -> list:
         f"- requires: `{', '.join(w['requires'])}`",
         f"- whole track {rec['total_s'] / 60:.1f} min",
         "",
-        "Each row runs the zoo (`tests/harness_zoo`) and the torchvision OpSpecs "
+        "Each row runs the harness's tests (`harness/tests`) and the torchvision OpSpecs "
         "(`tests/third_party`) from a copy of the tests.",
         "",
         "| CPython | torch | torchvision | result | passed | failed | skipped | install | pytest |",

@@ -11,6 +11,11 @@ import torch
 from torch import Tensor
 
 # -- your op (any OpOverload: C++, CUDA or Python) -----------------------------
+#
+# Defined with torch.library.Library, as TORCH_LIBRARY does in C++: a schema,
+# a kernel, a fake kernel, an Autograd kernel and a batching rule.
+_lib = torch.library.Library("mylib", "DEF")
+_lib.define("scaled_silu(Tensor x, float scale) -> Tensor")
 
 
 def _check(x: Tensor) -> None:
@@ -19,38 +24,55 @@ def _check(x: Tensor) -> None:
     )
 
 
-@torch.library.custom_op("mylib::scaled_silu", mutates_args=())
-def scaled_silu(x: Tensor, scale: float) -> Tensor:
+def _scaled_silu(x: Tensor, scale: float) -> Tensor:
     _check(x)
     # float16 and bfloat16 computed in float32; float32 and float64 as they are.
     wide = x.to(torch.promote_types(x.dtype, torch.float32))
     return (torch.nn.functional.silu(wide) * scale).to(x.dtype)
 
 
-@scaled_silu.register_fake
-def _(x, scale):
+def _scaled_silu_fake(x, scale):
     _check(x)
     return torch.empty_like(x)
 
 
-def _backward(ctx, grad):
-    (x,) = ctx.saved_tensors
-    s = torch.sigmoid(x)
-    return grad * ctx.scale * s * (1 + x * (1 - s)), None
+class _ScaledSiluDerivative(torch.autograd.Function):
+    """scaled_silu's derivative, applied by the op's Autograd kernel on every call.
+
+    It has no jvp, so forward mode raises, and so does every torch.func
+    transform (they can't see into a dispatcher kernel): the op gives reverse
+    mode only, which its OpSpec declares. The Autograd kernel that
+    torch.library.register_autograd registers skips it where no input
+    requires grad, and then drops a forward-mode tangent without an error.
+    """
+
+    @staticmethod
+    def forward(x, scale):
+        # On to the kernel below the Autograd one, as register_autograd's does.
+        with torch._C._AutoDispatchBelowAutograd():
+            return torch.ops.mylib.scaled_silu(x, scale)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+        ctx.scale = inputs[1]
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        s = torch.sigmoid(x)
+        return grad * ctx.scale * s * (1 + x * (1 - s)), None
 
 
-def _setup_context(ctx, inputs, output):
-    ctx.save_for_backward(inputs[0])
-    ctx.scale = inputs[1]
-
-
-scaled_silu.register_autograd(_backward, setup_context=_setup_context)
-
-
-@scaled_silu.register_vmap
-def _(info, in_dims, x, scale):
+def _scaled_silu_vmap(info, in_dims, x, scale):
     # Elementwise: the whole batch in one call, its batch dimension where it was.
-    return scaled_silu(x, scale), in_dims[0]
+    return torch.ops.mylib.scaled_silu(x, scale), in_dims[0]
+
+
+_lib.impl("scaled_silu", _scaled_silu, "CompositeExplicitAutograd")
+_lib.impl("scaled_silu", _ScaledSiluDerivative.apply, "Autograd")
+torch.library.register_fake("mylib::scaled_silu", _scaled_silu_fake, lib=_lib)
+torch.library.register_vmap("mylib::scaled_silu", _scaled_silu_vmap, lib=_lib)
 
 
 # -- check it: every check x device x dtype x layout ---------------------------
@@ -63,6 +85,7 @@ SCALED_SILU = OpSpec(
     reference=lambda x, scale: (torch.nn.functional.silu(x.double()) * scale).to(x.dtype),
     arity=1,  # one tensor input, then the extra arguments
     extra_args=(0.5,),
+    autodiff=("reverse",),  # reverse mode only: every other mode must raise
 )
 
 test_scaled_silu = conformance_tests(SCALED_SILU)
@@ -97,8 +120,10 @@ def _check_segments(values: Tensor, segment_ids: Tensor) -> None:
     )
 
 
-@torch.library.custom_op("mylib::segment_sum", mutates_args=())
-def segment_sum(values: Tensor, segment_ids: Tensor, segments: int) -> Tensor:
+_lib.define("segment_sum(Tensor values, Tensor segment_ids, int segments) -> Tensor")
+
+
+def _segment_sum(values: Tensor, segment_ids: Tensor, segments: int) -> Tensor:
     """out[s] = the sum of the rows of values whose segment id is s."""
     _check_segments(values, segment_ids)
     # As a product with the one-hot matrix of the ids: the same sum in the
@@ -107,22 +132,32 @@ def segment_sum(values: Tensor, segment_ids: Tensor, segments: int) -> Tensor:
     return one_hot.t() @ values
 
 
-@segment_sum.register_fake
-def _(values, segment_ids, segments):
+def _segment_sum_fake(values, segment_ids, segments):
     _check_segments(values, segment_ids)
     return values.new_empty(segments, values.shape[1])
 
 
-def _segment_sum_backward(ctx, grad):
-    (segment_ids,) = ctx.saved_tensors
-    return grad[segment_ids], None, None
+class _SegmentSumDerivative(torch.autograd.Function):
+    """segment_sum's derivative in values, as scaled_silu's (reverse mode only)."""
+
+    @staticmethod
+    def forward(values, segment_ids, segments):
+        with torch._C._AutoDispatchBelowAutograd():
+            return torch.ops.mylib.segment_sum(values, segment_ids, segments)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[1])
+
+    @staticmethod
+    def backward(ctx, grad):
+        (segment_ids,) = ctx.saved_tensors
+        return grad[segment_ids], None, None
 
 
-def _segment_sum_setup(ctx, inputs, output):
-    ctx.save_for_backward(inputs[1])
-
-
-segment_sum.register_autograd(_segment_sum_backward, setup_context=_segment_sum_setup)
+_lib.impl("segment_sum", _segment_sum, "CompositeExplicitAutograd")
+_lib.impl("segment_sum", _SegmentSumDerivative.apply, "Autograd")
+torch.library.register_fake("mylib::segment_sum", _segment_sum_fake, lib=_lib)
 
 # [samples]
 SEGMENTS = 5
@@ -150,6 +185,7 @@ SEGMENT_SUM = OpSpec(
     samples=segment_samples,
     layouts=("contiguous", "transposed"),
     grad_args=(0,),  # the values; segment ids are integers
+    autodiff=("reverse",),
     skip={"vmap": "no batching rule registered yet (torch.library.register_vmap)"},
 )
 

@@ -11,6 +11,8 @@ pytest test parametrized over every check x device x dtype x layout::
 
 Each failure names the check, the case and what to fix. The checks and their
 fixes are the table :data:`CHECKS`; docs/check_your_op.md walks through them.
+The cases run in a worker process (worker.py), so a kernel that crashes
+fails its case and the run goes on.
 Load the pytest plugin (``pytest_plugins = ["extension_cpp_testing.pytest_plugin"]``
 in your top-level conftest.py, or ``-p extension_cpp_testing.pytest_plugin``)
 for the ``cuda`` and ``huge`` markers and a summary of failures by check.
@@ -36,6 +38,7 @@ from .layouts import (
     dtype_id,
 )
 from .spec import OpSpec
+from .worker import register, run_case
 
 __all__ = [
     "CHECKS",
@@ -74,10 +77,16 @@ def conformance_tests(spec: OpSpec, known_failures: dict[str, str] | None = None
     upstream): those cases are expected to fail with a ConformanceFailure
     (``xfail(strict=True)``), so the day the op is fixed they pass and the run
     says so. An id that names no case is an error, not a silent no-op.
+
+    Call it at a test module's top level: each case then runs in a worker
+    process that imports that module, so a kernel that crashes (SIGABRT,
+    SIGSEGV) fails its case with the signal named, and the run goes on
+    (EXTENSION_CPP_TESTING_ISOLATE=0 runs them in pytest's process).
     """
     import pytest
 
     known = dict(known_failures or {})
+    key = register(spec)
     cases = spec.cases()
     unknown = sorted(set(known) - {case.id for case in cases})
     if unknown:
@@ -99,14 +108,15 @@ def conformance_tests(spec: OpSpec, known_failures: dict[str, str] | None = None
 
     @pytest.mark.parametrize("case", params)
     def test_conformance(case: Case) -> None:
-        spec.run(case)
+        run_case(spec, key, case)
 
     test_conformance.__doc__ = f"{spec.name}: every conformance check (extension_cpp_testing)."
     return test_conformance
 
 
 def run_all(spec: OpSpec, checks=None) -> dict[str, list[ConformanceFailure]]:
-    """Runs every case that can run here (no pytest needed); returns check -> failures.
+    """Runs every case that can run here (no pytest needed), in this process;
+    returns check -> failures.
 
     Cases that need a GPU or EXTENSION_CPP_HUGE=1 are left out where they can't run,
     and so are the checks the spec declares as not applying (``OpSpec.skip``).

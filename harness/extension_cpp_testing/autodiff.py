@@ -40,6 +40,15 @@ def _forward_ad(f, xs, ts, which=None):
         return fwAD.unpack_dual(f(*duals)).tangent
 
 
+def _vjp(f, xs, ts):
+    """The vector-Jacobian product for a cotangent shaped like f's output:
+    distinct values in [-1, 1], the same for the op and its reference, and
+    made without a random generator, which torch.compile can't trace."""
+    out, pull = func.vjp(f, *xs)
+    index = torch.arange(out.numel(), dtype=out.dtype, device=out.device)
+    return pull(torch.sin(index + 0.5).reshape(out.shape))
+
+
 def _vmap_grad(f, xs, ts):
     """vmap of grad over a batch of 3: the first input varies, the others are shared."""
     first = torch.stack([xs[0] * ts[0] * k for k in (1.0, 2.0, 3.0)])
@@ -50,7 +59,7 @@ def _vmap_grad(f, xs, ts):
 MODES: dict[str, Callable] = {
     "reverse": _reverse,
     "grad": lambda f, xs, ts: func.grad(_scalar(f), argnums=_all(xs))(*xs),
-    "vjp": lambda f, xs, ts: func.vjp(f, *xs)[1](ts[0]),
+    "vjp": _vjp,
     "jacrev": lambda f, xs, ts: func.jacrev(f, argnums=_all(xs))(*xs),
     "jacfwd": lambda f, xs, ts: func.jacfwd(f, argnums=_all(xs))(*xs),
     "hessian": lambda f, xs, ts: func.hessian(_scalar(f))(*xs),
@@ -62,8 +71,9 @@ MODES: dict[str, Callable] = {
     "forward-over-reverse": lambda f, xs, ts: func.jvp(func.grad(_scalar(f)), tuple(xs), tuple(ts)),
 }
 
-# What torch.library.register_autograd gives an op: reverse mode, and the
-# torch.func transforms built on it.
+# The modes a backward formula serves: reverse mode, and the torch.func
+# transforms built on it (which need an autograd.Function with setup_context,
+# applied where torch.func sees it).
 REVERSE_MODES = ("reverse", "grad", "vjp", "jacrev", "vmap-grad")
 # Modes that need a forward-mode formula (a jvp) as well.
 FORWARD_MODES = ("jvp", "jvp-first-only", "jacfwd", "forward_ad", "forward_ad-last-only")

@@ -26,6 +26,10 @@ class ConformanceFailure(AssertionError):
         self.check, self.case, self.what, self.fix = check, case, what, fix
         super().__init__(f"[{check}] {case}: {what}\n  fix: {fix}")
 
+    def __reduce__(self):
+        # Pickled by its four fields (the worker process sends it back).
+        return type(self), (self.check, self.case, self.what, self.fix)
+
 
 @dataclasses.dataclass(frozen=True)
 class Case:

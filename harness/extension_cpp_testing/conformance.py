@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import warnings
 from typing import TYPE_CHECKING, Callable
 
@@ -18,6 +19,7 @@ from torch._dynamo.testing import CompileCounterWithBackend
 from torch._subclasses.fake_tensor import DynamicOutputShapeException, FakeTensorMode
 from torch.autograd import gradcheck, gradgradcheck
 from torch.fx.experimental import _config as fx_config
+from torch.utils import _pytree as pytree
 
 from .autodiff import MODES
 from .case import HUGE_NUMEL, Case, ConformanceFailure
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
 
 # Sizes of the first dimension that the dynamic-shape check runs through.
 DYNAMIC_ROWS = (3, 17, 64, 1000)
+# The sizes the export check traces at, then runs at.
+EXPORT_ROWS = (4, 9)
 
 
 class Failed(Exception):
@@ -52,7 +56,7 @@ class Check:
 def run_check(spec: OpSpec, case: Case) -> None:
     check = CHECKS[case.check]
     try:
-        with _current_stream_kept(case):
+        with _current_stream_kept(case), _trace_log_kept_to_torch():
             check.run(spec, case)
     except ConformanceFailure:
         raise
@@ -62,6 +66,26 @@ def run_check(spec: OpSpec, case: Case) -> None:
     except Exception as e:  # noqa: BLE001  (reported as this check's failure)
         what = f"{type(e).__name__}: {_first_lines(e)}"
         raise ConformanceFailure(case.check, case.id, what, _fix_for(spec, case, e)) from e
+
+
+@contextlib.contextmanager
+def _trace_log_kept_to_torch():
+    """torch's structured trace log (``torch.__trace``, the TORCH_TRACE files)
+    logs an empty DEBUG record for each step of a compile. It does not
+    propagate, and pytest's log capture attaches itself to every logger that
+    does not, so a failed case would show dozens of blank DEBUG lines. The
+    handlers that are the root logger's (pytest's) are taken off it while a
+    case runs; torch's own handler stays."""
+    trace = logging.getLogger("torch.__trace")
+    root = logging.getLogger().handlers
+    copied = [h for h in trace.handlers if h in root]
+    for handler in copied:
+        trace.removeHandler(handler)
+    try:
+        yield
+    finally:
+        for handler in copied:
+            trace.addHandler(handler)
 
 
 @contextlib.contextmanager
@@ -110,13 +134,43 @@ NO_BATCHING_RULE_FIX = (
     "register one (torch.library.register_vmap, or a FuncTorchBatched kernel in C++); "
     "without it torch.vmap and torch.func run the op once per sample with only a warning"
 )
+NONE_OUTPUT_UNDER_VMAP_FIX = (
+    "the op returns None for an optional output: its batching rule must return None as "
+    "that output's out_dims (and None as the output)"
+)
+UNCLAIMED_MODE_FIX = (
+    "an autodiff mode the op does not claim must raise, never return a missing or zero "
+    "derivative: give the op the formula (a jvp for forward modes, an autograd.Function "
+    "with setup_context for torch.func) and claim the mode in OpSpec(autodiff=), or make it "
+    "raise. torch.library.register_autograd drops forward-mode tangents without an error; "
+    "an autograd.Function without jvp, registered as the op's Autograd kernel, raises"
+)
+CLAIM_THE_MODE_FIX = (
+    "the op gives the reference's derivative in this mode: claim it, "
+    "OpSpec(autodiff=(..., {mode!r}))"
+)
+SPECIALISED_INT_FIX = (
+    "the schema's {args}: its value follows the input's sizes, and torch.compile and "
+    "torch.export specialise an int or int[] argument on its value (a recompile, or a failed "
+    "guard, for each new size). Declare {symint} in the schema, so that a size can stay symbolic"
+)
+CRASH_FIX = (
+    "the kernel crashed the process instead of raising: run the case alone in this process "
+    "(EXTENSION_CPP_TESTING_ISOLATE=0 pytest -k '<case>') under gdb or a sanitizer build, "
+    "and check what the user controls with TORCH_CHECK, which raises"
+)
 # The checks that run the op on fake tensors.
 _NEEDS_FAKE = {"fake", "opcheck", "compile", "dynamic", "export", "bad_input"}
 
 
 def _fix_for(spec: OpSpec, case: Case, e: BaseException) -> str:
     """The fix for an error from inside torch: the check's, unless the error
-    comes from a missing fake kernel or an undeclared data-dependent size."""
+    comes from a missing fake kernel, an undeclared data-dependent size, or an
+    int argument that follows the input's sizes."""
+    if case.check in ("dynamic", "export"):
+        specialised = _specialised_ints(spec, case)
+        if specialised:
+            return specialised
     if case.check in _NEEDS_FAKE:
         if isinstance(e, DynamicOutputShapeException) and not spec.dynamic_output:
             return DYNAMIC_OUTPUT_FIX
@@ -135,6 +189,48 @@ def has_fake_kernel(overload: torch._ops.OpOverload) -> bool:
         return True
     entry = torch._library.simple_registry.singleton.find(name.split(".")[0])
     return entry.fake_impl.kernel is not None
+
+
+def declared_types(schema) -> list[str]:
+    """Each argument's type as the schema declares it ('SymInt[]', 'int[]',
+    'Tensor(a!)', ...): the Python binding's Argument.type says int for SymInt."""
+    text = str(schema)
+    inside = text[text.index("(") + 1 : text.rindex(") ->")]
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(inside):
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(inside[start:i].strip())
+            start = i + 1
+    parts.append(inside[start:].strip())
+    return [part.split(" ")[0] for part in parts if part and part != "*"]
+
+
+def _specialised_ints(spec: OpSpec, case: Case) -> str | None:
+    """The fix naming the schema's int and int[] arguments (not SymInt) whose
+    values follow ``rows``, if there are any: torch.compile and torch.export
+    must specialise on them, so new sizes recompile or fail a guard."""
+    try:
+        samples = [_fresh_args(spec, case, rows=rows) for rows in EXPORT_ROWS]
+        schema = spec.overload(samples[0])._schema
+    except Exception:  # noqa: BLE001  (the check's own error says what went wrong)
+        return None
+    names = [a.name for a in schema.arguments]
+    found = [
+        (declared, name)
+        for i, (declared, name) in enumerate(zip(declared_types(schema), names))
+        if declared.rstrip("?").startswith("int")
+        and i < len(samples[0])
+        and samples[0][i] != samples[1][i]
+    ]
+    if not found:
+        return None
+    args = " and ".join(f"`{declared} {name}`" for declared, name in found)
+    symint = " and ".join(f"`SymInt{declared[3:]} {name}`" for declared, name in found)
+    return SPECIALISED_INT_FIX.format(args=args, symint=symint)
 
 
 def _first_lines(e: BaseException, n: int = 6) -> str:
@@ -202,22 +298,60 @@ def assert_same_values(got, want, *, exact: bool, rtol: float = 0, atol: float =
             )
 
 
+def assert_same_codes(got: torch.Tensor, want: torch.Tensor, *, codes: int, fraction: float):
+    """Integer tensors equal but for at most ``fraction`` of their elements,
+    each within ``codes`` of the reference's."""
+    if (got.shape, got.dtype, got.device) != (want.shape, want.dtype, want.device):
+        raise AssertionError(f"{_describe(got)}; the reference's is {_describe(want)}")
+    diff = (got.to(torch.int64) - want.to(torch.int64)).abs()
+    differ = int((diff > 0).sum())
+    allowed = int(fraction * got.numel())
+    worst = int(diff.max()) if got.numel() else 0
+    if worst > codes or differ > allowed:
+        where = int(diff.flatten().argmax())
+        raise AssertionError(
+            f"{differ} of {got.numel()} codes differ from the reference's, by up to {worst} "
+            f"(the OpSpec allows {allowed}, by up to {codes}); e.g. at flat index {where}: "
+            f"{got.flatten()[where].item()}, the reference's {want.flatten()[where].item()}"
+        )
+
+
+def assert_value(spec: OpSpec, got, want) -> None:
+    """One output (or argument) equals the reference's as spec promises: bit
+    for bit if exact, integer codes within integer_tolerance, else within its
+    dtype's tolerance."""
+    if got is None or want is None or not isinstance(want, torch.Tensor):
+        if got is not want and got != want:
+            raise AssertionError(f"{_describe(got)}; the reference's is {_describe(want)}")
+        return
+    integer = not (want.dtype.is_floating_point or want.dtype.is_complex)
+    if integer and want.dtype != torch.bool and spec.integer_tolerance is not None:
+        assert_same_codes(got, want, **spec.integer_tolerance)
+        return
+    assert_same_values(got, want, exact=spec.exact, **spec.tolerance(want.dtype))
+
+
 def assert_values(spec: OpSpec, got, want) -> None:
-    """Each output equals the reference's as spec promises: bit for bit if exact
-    (and for integer outputs), else within its dtype's tolerance."""
+    """Each output equals the reference's (``assert_value``)."""
     got, want = outputs(got), outputs(want)
     if len(got) != len(want):
         raise AssertionError(f"{len(got)} outputs; the reference returns {len(want)}")
     for i, (g, w) in enumerate(zip(got, want)):
         prefix = f"output {i}: " if len(got) > 1 else ""
-        if g is None or w is None or not isinstance(w, torch.Tensor):
-            if g is not w and g != w:
-                raise AssertionError(f"{prefix}{_describe(g)}; the reference's is {_describe(w)}")
-            continue
         try:
-            assert_same_values(g, w, exact=spec.exact, **spec.tolerance(w.dtype))
+            assert_value(spec, g, w)
         except AssertionError as e:
             raise AssertionError(f"{prefix}{e}") from None
+
+
+def assert_effects(spec: OpSpec, got, got_args, want, want_args) -> None:
+    """The op's outputs and the arguments it mutates equal the reference's."""
+    assert_values(spec, got, want)
+    for i in spec.mutated_positions(got_args):
+        try:
+            assert_value(spec, got_args[i], want_args[i])
+        except AssertionError as e:
+            raise AssertionError(f"{spec.arg_name(i)} (mutated in place): {e}") from None
 
 
 def check_results(spec: OpSpec, case: Case) -> None:
@@ -225,45 +359,55 @@ def check_results(spec: OpSpec, case: Case) -> None:
     positions = spec.tensor_positions(args)
     if case.variant == "specials":
         write_special_values([args[i] for i in positions])
-    before = {i: args[i].clone() for i in positions}
-    want = spec.expected(_clone(args))  # from the inputs as given, should the op change them
+    mutated = spec.mutated_positions(args)
+    kept = [i for i in positions if i not in mutated]
+    before = {i: args[i].clone() for i in kept}
+    # The reference gets copies, from the inputs as given, should the op change them.
+    reference_args = _clone(args[: len(args) - spec.n_out])
+    want = spec.reference(*reference_args)
     got = spec.call(args)
     try:
-        assert_values(spec, got, want)
+        assert_effects(spec, got, args, want, reference_args)
     except AssertionError as e:
         raise Failed(f"result differs from the reference: {_first_lines(e)}") from None
-    for i in positions:
+    for i in kept:
         if not _same_bits(args[i], before[i]):
+            declared = (
+                "its schema does not mutate"
+                if spec.resolved_overload() is not None
+                else "OpSpec(mutates=) does not list"
+            )
             raise Failed(
-                f"the op modified its input {i}, which its schema does not mutate",
+                f"the op modified its input {spec.arg_name(i)} (argument {i}), which {declared}",
                 fix=INPUT_MODIFIED_FIX,
             )
 
 
 def check_strides(spec: OpSpec, case: Case) -> None:
     args = _fresh_args(spec, case)
+    written = spec.written_positions(args)
+    before = {i: (args[i].shape, args[i].stride(), args[i].data_ptr()) for i in written}
+    got = spec.call(args)
+    for i, (shape, stride, ptr) in before.items():
+        if (args[i].shape, args[i].stride(), args[i].data_ptr()) != (shape, stride, ptr):
+            raise Failed(
+                f"{spec.arg_name(i)} was resized or replaced: sizes {list(shape)}, strides "
+                f"{list(stride)} became {_describe(args[i])}"
+            )
     if spec.out:
-        outs = [args[i] for i in spec.out_positions(args)]
-        before = [(o.shape, o.stride(), o.data_ptr()) for o in outs]
-        spec.call(args)
-        for o, (shape, stride, ptr) in zip(outs, before):
-            if (o.shape, o.stride(), o.data_ptr()) != (shape, stride, ptr):
-                raise Failed(
-                    f"out was resized or replaced: sizes {list(shape)}, strides "
-                    f"{list(stride)} became {_describe(o)}"
-                )
         return
-    for i, (got, want) in enumerate(zip(outputs(spec.call(args)), outputs(spec.expected(args)))):
-        if not isinstance(got, torch.Tensor) or not isinstance(want, torch.Tensor):
+    want = spec.expected(args)
+    for i, (g, w) in enumerate(zip(outputs(got), outputs(want))):
+        if not isinstance(g, torch.Tensor) or not isinstance(w, torch.Tensor):
             continue
         which = f"output {i}" if isinstance(want, tuple) else "output"
-        if got.shape != want.shape or got.stride() != want.stride():
-            raise Failed(f"{which} has {_describe(got)}; the reference's has {_describe(want)}")
+        if g.shape != w.shape or g.stride() != w.stride():
+            raise Failed(f"{which} has {_describe(g)}; the reference's has {_describe(w)}")
         if not spec.compare_storage:
             continue
         # A fresh output as dense as the reference's: no offset, no unused memory.
-        got_storage = (got.storage_offset(), got.untyped_storage().nbytes())
-        want_storage = (want.storage_offset(), want.untyped_storage().nbytes())
+        got_storage = (g.storage_offset(), g.untyped_storage().nbytes())
+        want_storage = (w.storage_offset(), w.untyped_storage().nbytes())
         if got_storage != want_storage:
             raise Failed(
                 f"{which} has storage offset {got_storage[0]} in {got_storage[1]} bytes; the "
@@ -307,6 +451,12 @@ def check_fake(spec: OpSpec, case: Case) -> None:
     args = _fresh_args(spec, case)
     fake_result, fake_args = _fake_call(spec, _clone(args))
     real_result = spec.invoke(args)
+    for i in spec.mutated_positions(args):
+        if _meta(fake_args[i]) != _meta(args[i]):
+            raise Failed(
+                f"the fake kernel left {spec.arg_name(i)} (mutated in place) as "
+                f"{_describe(fake_args[i])}; the real kernel as {_describe(args[i])}"
+            )
     if spec.out:
         _check_fake_out(spec, args, real_result, fake_args, fake_result)
         return
@@ -442,21 +592,83 @@ def _floating_outputs(fn):
     return call
 
 
+# A derivative in float64 of float64 inputs: the op's and the reference's
+# differ in rounding only, many orders below an error in a formula.
+AUTODIFF_TOLERANCE = dict(rtol=1e-10, atol=1e-12)
+
+
 def check_autodiff(spec: OpSpec, case: Case) -> None:
+    """A claimed mode gives the reference's derivative; a mode the op does not
+    claim (variant ``<mode>-raises``) raises."""
+    mode = case.variant.removesuffix("-raises")
     f, ref, xs = _differentiable_call(spec, case)
     f, ref = _floating_outputs(f), _floating_outputs(ref)
     xs = [x.detach() for x in xs]
     gen = torch.Generator().manual_seed(0)
     ts = [torch.randn(x.shape, generator=gen, dtype=x.dtype).to(x.device) for x in xs]
-    run = MODES[case.variant]
+    run = MODES[mode]
+    if mode not in spec.autodiff:
+        _check_raises(mode, lambda: run(f, xs, ts), lambda: run(ref, xs, ts))
+        return
     got = run(f, xs, ts)
     want = run(ref, xs, ts)
-    if got is None:
-        raise Failed(f"{case.variant} gave None (a missing tangent), not the derivative")
+    if any(leaf is None for leaf in _leaves(got)):
+        raise Failed(f"{mode} gave None (a missing tangent), not the derivative")
     try:
-        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+        torch.testing.assert_close(got, want, **AUTODIFF_TOLERANCE)
     except AssertionError as e:
-        raise Failed(f"{case.variant} differs from the reference's: {_first_lines(e)}") from None
+        raise Failed(f"{mode} differs from the reference's: {_first_lines(e)}") from None
+
+
+def _leaves(result) -> list:
+    return pytree.tree_leaves(result, is_leaf=lambda x: x is None)
+
+
+def _check_raises(mode: str, run, reference) -> None:
+    """run() must raise. Warnings are recorded, not raised: a mode that only
+    warns and returns an answer is as silent as one that does not warn."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            got = run()
+        except Exception:  # noqa: BLE001  (any error is what an unclaimed mode must give)
+            return
+    try:
+        want = reference()
+    except Exception:  # noqa: BLE001  (a reference that has no such derivative: say what the op gave)
+        want = None
+    leaves, wanted = _leaves(got), _leaves(want) if want is not None else None
+    fix = UNCLAIMED_MODE_FIX
+    if any(leaf is None for leaf in leaves):
+        what = "None where a derivative belongs (a missing tangent)"
+    elif wanted is not None and _close(leaves, wanted):
+        what, fix = "the reference's derivative", CLAIM_THE_MODE_FIX.format(mode=mode)
+    elif wanted is not None and all(
+        not g.any() for g, w in zip(leaves, wanted) if not _close([g], [w])
+    ):
+        what = "zeros where the reference's derivative is not zero"
+    else:
+        what = "a derivative that differs from the reference's"
+    # The op's own warning, not torch's notices of deprecated APIs.
+    notices = (DeprecationWarning, FutureWarning)
+    own = [w for w in caught if not issubclass(w.category, notices)]
+    said = f" (warning: {_message(own[0].message)})" if own else ""
+    raise Failed(
+        f"{mode}: a mode the OpSpec does not claim (autodiff=), so it must raise; it returned "
+        f"{what}{said}",
+        fix=fix,
+    )
+
+
+def _close(got: list, want: list) -> bool:
+    """got equals want: to AUTODIFF_TOLERANCE in float64, to 1e-3 in a narrower dtype."""
+    float64 = all(w.dtype == torch.float64 for w in want if isinstance(w, torch.Tensor))
+    tolerance = AUTODIFF_TOLERANCE if float64 else dict(rtol=1e-3, atol=1e-5)
+    try:
+        torch.testing.assert_close(got, want, **tolerance)
+    except (AssertionError, TypeError, ValueError):
+        return False
+    return True
 
 
 def check_vmap(spec: OpSpec, case: Case) -> None:
@@ -464,22 +676,31 @@ def check_vmap(spec: OpSpec, case: Case) -> None:
     calls give. PyTorch's fallback (a loop with a performance warning) is
     switched off, so an op without a batching rule fails here."""
     samples = [_fresh_args(spec, case, small=True) for _ in range(3)]
+    results = [spec.call(_clone(s)) for s in samples]
+    singles = [outputs(r) for r in results]
     positions = spec.tensor_positions(samples[0])
     batched = list(samples[0])
     for i in positions:
         batched[i] = torch.stack([s[i] for s in samples])
     in_dims = tuple(0 if i in positions else None for i in range(len(batched)))
+    # An optional output the op leaves out (None) has no batch dimension.
+    out_dims = tuple(0 if isinstance(o, torch.Tensor) else None for o in singles[0])
+    if not isinstance(results[0], (tuple, list)):
+        out_dims = out_dims[0]
     was_enabled = torch._C._functorch._is_vmap_fallback_enabled()
     torch._C._functorch._set_vmap_fallback_enabled(False)
     try:
-        got = torch.vmap(lambda *a: spec.invoke(a), in_dims=in_dims)(*batched)
+        got = torch.vmap(lambda *a: spec.invoke(a), in_dims=in_dims, out_dims=out_dims)(*batched)
     except RuntimeError as e:
         if "vmap fallback" not in str(e):
             raise
         raise Failed(f"no batching rule: {_message(e)}", fix=NO_BATCHING_RULE_FIX) from None
+    except ValueError as e:
+        if "NoneType" not in str(e):
+            raise
+        raise Failed(f"vmap: {_message(e)}", fix=NONE_OUTPUT_UNDER_VMAP_FIX) from None
     finally:
         torch._C._functorch._set_vmap_fallback_enabled(was_enabled)
-    singles = [outputs(spec.call(s)) for s in samples]
     want = [
         torch.stack([s[k] for s in singles]) if isinstance(singles[0][k], torch.Tensor) else None
         for k in range(len(singles[0]))
@@ -517,7 +738,8 @@ def _dynamo_config(spec: OpSpec):
 
 def check_compile(spec: OpSpec, case: Case) -> None:
     args = _fresh_args(spec, case)
-    eager = spec.call(_clone(args))
+    eager_args = _clone(args)
+    eager = spec.call(eager_args)
     torch._dynamo.reset()
     counter = CompileCounterWithBackend("inductor")
     compiled = torch.compile(_returning(spec), backend=counter, fullgraph=True)
@@ -526,7 +748,7 @@ def check_compile(spec: OpSpec, case: Case) -> None:
     if counter.frame_count != 1:
         raise Failed(f"compiled into {counter.frame_count} graphs, expected 1")
     try:
-        assert_values(spec, got, eager)
+        assert_effects(spec, got, args, eager, eager_args)
     except AssertionError as e:
         raise Failed(f"compiled result differs from eager: {_first_lines(e)}") from None
     for g, e in zip(outputs(got), outputs(eager)):
@@ -543,35 +765,78 @@ def check_dynamic(spec: OpSpec, case: Case) -> None:
     with _dynamo_config(spec), no_duck, torch._dynamo.config.patch(error_on_recompile=True):
         for rows in DYNAMIC_ROWS:
             args = _fresh_args(spec, case, rows=rows)
-            eager = spec.call(_clone(args))
-            assert_values(spec, compiled(*args), eager)
+            eager_args = _clone(args)
+            eager = spec.call(eager_args)
+            assert_effects(spec, compiled(*args), args, eager, eager_args)
+
+
+def _export_input(a) -> bool:
+    """Whether torch.export takes the argument as an input of the program:
+    tensors, and ints and lists of them (whose values it then guards); other
+    values (a dtype, a string, None) are constants of the program."""
+    if isinstance(a, torch.Tensor) or (isinstance(a, int) and not isinstance(a, bool)):
+        return True
+    return isinstance(a, (list, tuple)) and all(
+        isinstance(x, (int, torch.Tensor)) and not isinstance(x, bool) for x in a
+    )
 
 
 def check_export(spec: OpSpec, case: Case) -> None:
     f = _returning(spec)
+    args = _fresh_args(spec, case, rows=EXPORT_ROWS[0])
+    new = _fresh_args(spec, case, rows=EXPORT_ROWS[1])  # what the program runs on
+    inputs = [i for i, a in enumerate(args) if _export_input(a)]
+    constants = {i: a for i, a in enumerate(args) if i not in inputs}
 
     class Wrapper(torch.nn.Module):
-        def forward(self, *args):
-            return f(*args)
+        def forward(self, *given):
+            full = dict(constants)
+            full.update(zip(inputs, given))
+            return f(*(full[i] for i in range(len(full))))
 
-    args = _fresh_args(spec, case, rows=4)
     names = spec.dynamic_dims_of(args)
     dims = {name: torch.export.Dim(name) for dim_names in names for name in dim_names.values()}
-    dynamic = tuple(
-        {d: dims[name] for d, name in dim_names.items()} or None
-        if isinstance(a, torch.Tensor)
-        else None
-        for a, dim_names in zip(args, names)
-    )
+    # An int that follows rows is dynamic where the schema lets it be
+    # (SymInt); torch.export takes no named Dim for an int, only AUTO.
+    auto = getattr(torch.export.Dim, "AUTO", None)
+
+    def dynamic(i):
+        a, b = args[i], new[i]
+        if isinstance(a, torch.Tensor):
+            return {d: dims[name] for d, name in names[i].items()} or None
+        if isinstance(a, (list, tuple)):
+            same = isinstance(b, (list, tuple)) and len(a) == len(b)
+            return [auto if same and x != y else None for x, y in zip(a, b if same else a)]
+        return auto if a != b else None
+
     with _dynamo_config(spec):
-        exported = torch.export.export(Wrapper(), tuple(args), dynamic_shapes=(dynamic,))
+        exported = torch.export.export(
+            Wrapper(),
+            tuple(args[i] for i in inputs),
+            dynamic_shapes=(tuple(dynamic(i) for i in inputs),),
+        )
     overload = spec.overload(args)
     targets = {n.target for n in exported.graph.nodes if n.op == "call_function"}
     if overload not in targets:
         raise Failed(f"{overload} is not a node of the exported graph: {sorted(map(str, targets))}")
-    new = _fresh_args(spec, case, rows=9)
-    got = exported.module()(*_clone(new))
-    assert_values(spec, got, spec.call(new))
+    for i, value in constants.items():
+        if not _same_constant(new[i], value):
+            raise Failed(
+                f"samples() gives {spec.arg_name(i)} {value!r} for rows={EXPORT_ROWS[0]} and "
+                f"{new[i]!r} for rows={EXPORT_ROWS[1]}: torch.export keeps it as a constant",
+                fix="give it one value whatever rows is, or leave export out with "
+                "OpSpec(skip={'export': why})",
+            )
+    eager_args = _clone(new)
+    eager = spec.call(eager_args)
+    got = exported.module()(*(new[i] for i in inputs))
+    assert_effects(spec, got, new, eager, eager_args)
+
+
+def _same_constant(x, y) -> bool:
+    if isinstance(x, torch.Tensor) or isinstance(y, torch.Tensor):
+        return False
+    return type(x) is type(y) and x == y
 
 
 # -- CUDA ---------------------------------------------------------------------
@@ -686,18 +951,14 @@ def check_cuda_graph(spec: OpSpec, case: Case) -> None:
         args[i].copy_(fresh[i])
     # What the op gives on these inputs outside a graph: the replay must give
     # the same (whether that is right is the results check's business).
-    eager = spec.call(_copies(args))
+    eager_args = _clone(args)
+    eager = spec.call(eager_args)
     graph.replay()
     torch.cuda.synchronize()
     try:
-        assert_values(spec, result, eager)
+        assert_effects(spec, result, args, eager, eager_args)
     except AssertionError as e:
         raise Failed(f"the replayed graph's result is wrong: {_first_lines(e)}") from None
-
-
-def _copies(args) -> list:
-    """args with each tensor cloned, so a call on them touches nothing of args'."""
-    return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
 
 
 def check_side_stream(spec: OpSpec, case: Case) -> None:
@@ -711,7 +972,8 @@ def check_side_stream(spec: OpSpec, case: Case) -> None:
     first = spec.tensor_positions(args)[0]
     # What the op gives on these inputs on the current stream: the side
     # stream's call must give the same.
-    want = spec.call(_copies(args))
+    eager_args = _clone(args)
+    want = spec.call(eager_args)
     filled = args[first].clone()
     args[first] = torch.zeros_like(filled)
     torch.cuda.synchronize()
@@ -722,12 +984,15 @@ def check_side_stream(spec: OpSpec, case: Case) -> None:
         got = spec.call(args)
     side.synchronize()
     try:
-        assert_values(spec, got, want)
+        assert_effects(spec, got, args, want, eager_args)
     except AssertionError as e:
         raise Failed(f"the op did not wait for the side stream's work: {_first_lines(e)}") from None
 
 
 # -- bad input ----------------------------------------------------------------
+
+# The kinds of bad input, each a way to make one argument wrong.
+BAD_INPUT_KINDS = ("dtype", "shape", "device", "out-overlap", "out-internal-overlap")
 
 
 def _wrong_dtype(spec: OpSpec, t: torch.Tensor) -> torch.dtype:
@@ -738,33 +1003,67 @@ def _wrong_dtype(spec: OpSpec, t: torch.Tensor) -> torch.dtype:
     return next(d for d in candidates if d not in spec.dtypes and d != t.dtype)
 
 
-def bad_args(spec: OpSpec, kind: str, device: str) -> list:
-    """The op's arguments made wrong in one way: kind is dtype, shape, device,
-    out-overlap or out-internal-overlap."""
-    dtype = spec.first_dtype
-    args = spec.sample(spec.base_layout, dtype, device)
-    positions = spec.tensor_positions(args)
-    tensors = positions + spec.out_positions(args)
-    if kind == "dtype":
-        a = args[positions[0]]
-        args[positions[0]] = a.to(_wrong_dtype(spec, a))
-    elif kind == "shape":
-        t = args[tensors[-1]]
-        args[tensors[-1]] = random_tensor((*t.shape[:-1], t.shape[-1] + 1), t.dtype, device)
-    elif kind == "device":
-        args[tensors[-1]] = args[tensors[-1]].cpu()
-    elif kind == "out-overlap":
-        a = args[positions[0]]
-        base = random_tensor((a.numel() + 1,), a.dtype, device)
-        args[positions[0]] = base[:-1].view(a.shape)
-        args[spec.out_positions(args)[0]] = base[1:].view(a.shape)
-    elif kind == "out-internal-overlap":
-        i = spec.out_positions(args)[0]
-        out = args[i]
-        args[i] = torch.empty(1, *out.shape[1:], dtype=out.dtype, device=device).expand(out.shape)
+def _kind_and_target(spec: OpSpec, kind: str) -> tuple[str, str | None]:
+    """'dtype' -> ('dtype', None); 'dtype-absmax' -> ('dtype', 'absmax'): a kind
+    of bad input, and the argument it applies to where the spec names one."""
+    for known in sorted(BAD_INPUT_KINDS, key=len, reverse=True):
+        if kind == known:
+            return known, None
+        if kind.startswith(known + "-"):
+            return known, kind[len(known) + 1 :]
+    raise ValueError(f"unknown kind of bad input {kind!r}; the kinds are {list(BAD_INPUT_KINDS)}")
+
+
+def bad_args(spec: OpSpec, kind: str, device: str) -> tuple[list, str]:
+    """(the op's arguments made wrong in one way, what was changed): kind is
+    dtype, shape, device, out-overlap or out-internal-overlap, optionally
+    followed by the argument's name ('dtype-absmax')."""
+    kind, target = _kind_and_target(spec, kind)
+    args = spec.sample(spec.base_layout, spec.first_dtype, device)
+    inputs = spec.tensor_positions(args)
+    outs = spec.out_positions(args)
+    if target is not None:
+        chosen = [i for i in inputs + outs if spec.arg_name(i) == target]
+        if not chosen:
+            raise ValueError(f"bad input {kind}-{target}: the op has no tensor argument {target}")
+        i = chosen[0]
+    elif kind == "dtype":
+        i = inputs[0]
+    elif kind in ("shape", "device"):
+        i = (inputs + outs)[-1]
     else:
-        raise ValueError(f"unknown kind of bad input {kind!r}")
-    return args
+        i = outs[0]
+    name, old = spec.arg_name(i), args[i]
+    if kind == "dtype":
+        args[i] = old.to(_wrong_dtype(spec, old))
+        what = f"{name} became {args[i].dtype} (from {old.dtype})"
+    elif kind == "shape":
+        args[i] = random_tensor((*old.shape[:-1], old.shape[-1] + 1), old.dtype, device)
+        what = f"{name} became sizes {list(args[i].shape)} (from {list(old.shape)})"
+    elif kind == "device":
+        args[i] = old.cpu()
+        what = f"{name} moved to the CPU (the other tensors on {device})"
+    elif kind == "out-overlap":
+        j = next((k for k in inputs if args[k].dtype == old.dtype), inputs[0])
+        args[j], args[i] = _overlapping(args[j], old)
+        what = f"{name} became a view into {spec.arg_name(j)}'s memory, one element in"
+    else:
+        args[i] = torch.empty(1, *old.shape[1:], dtype=old.dtype, device=device).expand(old.shape)
+        what = f"{name} became an expanded view (strides {list(args[i].stride())})"
+    return args, what
+
+
+def _overlapping(x: torch.Tensor, out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(x, out) with x's values and out's dtype and shape, in one buffer: out
+    starts one element of out into x's memory, so the two overlap in part."""
+    x_bytes = x.numel() * x.element_size()
+    out_bytes = out.numel() * out.element_size()
+    step = out.element_size()
+    buffer = torch.empty(max(x_bytes, step + out_bytes), dtype=torch.uint8, device=x.device)
+    x_view = buffer[:x_bytes].view(x.dtype).view(x.shape)
+    x_view.copy_(x)
+    out_view = buffer[step : step + out_bytes].view(out.dtype).view(out.shape)
+    return x_view, out_view
 
 
 def _error(fn, args) -> BaseException | None:
@@ -785,45 +1084,46 @@ def _compiled_error(spec: OpSpec, args):
 def check_bad_input(spec: OpSpec, case: Case) -> None:
     # Fresh arguments for each call: a copy would lose the aliasing of the
     # out-overlap cases.
-    device = "cuda" if case.variant == "device" else case.device
-    eager = _error(lambda *a: spec.invoke(a), bad_args(spec, case.variant, device))
+    device = "cuda" if case.variant.startswith("device") else case.device
+    args, what = bad_args(spec, case.variant, device)
+    eager = _error(lambda *a: spec.invoke(a), args)
     if eager is None:
-        raise Failed(f"{case.variant}: the op accepted the bad input without an error")
+        raise Failed(f"{what}: the op accepted it without an error")
     if not isinstance(eager, (RuntimeError, ValueError, TypeError)):
-        raise Failed(f"{case.variant}: raised {type(eager).__name__}, not a RuntimeError")
+        raise Failed(f"{what}: the op raised {type(eager).__name__}, not a RuntimeError")
     message = _message(eager)
-    fake = _error(lambda *a: _fake_call(spec, a), bad_args(spec, case.variant, device))
+    fake = _error(lambda *a: _fake_call(spec, a), bad_args(spec, case.variant, device)[0])
     if fake is None:
         raise Failed(
-            f"{case.variant}: the fake kernel accepted input that the real kernel rejects "
-            f"with {message!r}"
+            f"{what}: the fake kernel accepted it, where the real kernel raises {message!r}"
         )
     if spec.same_error_words and message not in str(fake):
         raise Failed(
-            f"{case.variant}: the fake kernel's error {_message(fake)!r} is not the real "
+            f"{what}: the fake kernel's error {_message(fake)!r} is not the real "
             f"kernel's {message!r}"
         )
-    compiled = _compiled_error(spec, bad_args(spec, case.variant, device))
+    compiled = _compiled_error(spec, bad_args(spec, case.variant, device)[0])
     words = message if spec.same_error_words else ""
     if compiled is None or words not in str(compiled):
         got = "no error" if compiled is None else repr(_message(compiled))
-        raise Failed(f"{case.variant}: compiled code raised {got}; eager raised {message!r}")
+        raise Failed(f"{what}: compiled code raised {got}; eager raised {message!r}")
 
 
 def check_internal_assert(spec: OpSpec, case: Case) -> None:
-    device = "cuda" if case.variant == "device" else case.device
+    device = "cuda" if case.variant.startswith("device") else case.device
+    args, what = bad_args(spec, case.variant, device)
     for where, error in (
-        ("eager", _error(lambda *a: spec.invoke(a), bad_args(spec, case.variant, device))),
-        ("compiled", _compiled_error(spec, bad_args(spec, case.variant, device))),
+        ("eager", _error(lambda *a: spec.invoke(a), args)),
+        ("compiled", _compiled_error(spec, bad_args(spec, case.variant, device)[0])),
     ):
         if error is None:
             raise Failed(
-                f"{case.variant} ({where}): no error at all, so no error to judge",
+                f"{what} ({where}): no error at all, so no error to judge",
                 fix=CHECKS["bad_input"].fix,
             )
         if "INTERNAL ASSERT" in str(error):
             raise Failed(
-                f"{case.variant} ({where}): a user's bad input is reported as an internal "
+                f"{what} ({where}): a user's bad input is reported as an internal "
                 f"error: {_message(error)!r}"
             )
 
@@ -863,8 +1163,8 @@ CHECKS: dict[str, Check] = {
     "strides": Check(
         check_strides,
         "allocate the output as the reference does (for elementwise ops, "
-        "torch.empty_like(torch.mul(a, b)): PyTorch's TensorIterator layout rule); an out= op "
-        "must write out in place, never resize or replace it",
+        "torch.empty_like(torch.mul(a, b)): PyTorch's TensorIterator layout rule); an op "
+        "must write out (and the arguments it mutates) in place, never resize or replace them",
     ),
     "fake": Check(
         check_fake,

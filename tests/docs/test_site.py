@@ -138,7 +138,7 @@ def test_expected_pages_exist(site: str) -> None:
         "troubleshooting.html",
         "copy_your_own_op.html",
         "check_your_op.html",
-        "what_the_harness_found_in_torchvision.html",
+        "what_the_harness_found.html",
         "anatomy.html",
         "stable_abi.html",
         "ship_wheels.html",

@@ -11,7 +11,7 @@ kill, with the reason.
 """
 
 C = "tests/conformance/"
-ZOO = "tests/harness_zoo/"
+ZOO = "harness/tests/"
 
 # The parts of the harness suite that run on the CPU in seconds.
 HARNESS_CPU = (C + "test_harness.py", "cpu and not gradgradcheck and not dynamic and not large")

@@ -3,7 +3,7 @@ and the reproducers of what it found (torchvision_findings.py).
 
 Every case passes but those KNOWN lists: each a bug in torchvision that a
 reproducer shows without the harness, on the page
-docs/what_the_harness_found_in_torchvision.md. They are strict expected
+docs/what_the_harness_found.md. They are strict expected
 failures, so a torchvision that fixes one makes its case pass and this run
 fail until the page and torchvision_findings.FIXED_IN say which release
 fixed it.
@@ -23,7 +23,7 @@ if not torchvision.extension._has_ops():
         allow_module_level=True,
     )
 
-from extension_cpp_testing import conformance_tests  # noqa: E402
+from extension_cpp_testing import FORWARD_MODES, conformance_tests  # noqa: E402
 
 from . import torchvision_findings as findings  # noqa: E402
 from .torchvision_specs import SPECS  # noqa: E402
@@ -35,7 +35,7 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore:`create_unbacked_symint` is deprecated:FutureWarning"
 )
 
-PAGE = "docs/what_the_harness_found_in_torchvision.md"
+PAGE = "docs/what_the_harness_found.md"
 
 
 def _known(reproducer, *cases):
@@ -89,6 +89,15 @@ KNOWN = {
     **_known(
         findings.deform_conv2d_fake_kernel_accepts_integer_input,
         *(f"deform_conv2d-bad_input-{device}-dtype" for device in DEVICES),
+    ),
+    **_known(
+        findings.forward_mode_gives_no_tangent_and_no_error,
+        *(
+            f"{op}-autodiff-{device}-float64-{mode}-raises"
+            for op in ("roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool", "deform_conv2d")
+            for device in DEVICES
+            for mode in FORWARD_MODES
+        ),
     ),
     **_known(
         findings.nms_fake_kernel_accepts_boxes_and_scores_on_two_devices,

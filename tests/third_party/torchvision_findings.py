@@ -3,7 +3,7 @@ and torchvision: no harness, a few lines, an assert that states what should
 hold and fails on the torchvision releases tested (0.23, 0.29 on the CPU),
 up to the release that fixed it (FIXED_IN).
 
-docs/what_the_harness_found_in_torchvision.md shows each function (between
+docs/what_the_harness_found.md shows each function (between
 its markers) and test_torchvision.py runs each, expecting the assert to fail,
 so the page can't keep a finding that torchvision has fixed.
 """
@@ -11,9 +11,10 @@ so the page can't keep a finding that torchvision has fixed.
 import contextlib
 
 import torch
+import torch.autograd.forward_ad as fwAD
 import torchvision
-from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+from .findings_helpers import fake_accepts, kernel_accepts
 
 
 # [ps_roi_pool-forward]
@@ -54,25 +55,6 @@ def roi_pool_reads_rois_of_the_wrong_shape():
 
 
 # [roi_pool-rois]
-
-
-# [accepts]
-def kernel_accepts(op, *args) -> bool:
-    try:
-        op(*args)
-    except RuntimeError:
-        return False
-    return True
-
-
-def fake_accepts(op, *args) -> bool:
-    """As torch.compile and torch.export trace op: on fake tensors, its meta kernel."""
-    mode = FakeTensorMode(shape_env=ShapeEnv())
-    with mode:
-        return kernel_accepts(op, *[mode.from_tensor(a) if torch.is_tensor(a) else a for a in args])
-
-
-# [accepts]
 
 
 # [nms-dtype]
@@ -131,6 +113,35 @@ def deform_conv2d_fake_kernel_accepts_integer_input():
 
 
 # [deform_conv2d-dtype]
+
+
+# [forward-mode]
+def forward_mode_gives_no_tangent_and_no_error():
+    x = torch.rand(1, 8, 4, 4, dtype=torch.float64)  # 8 channels: 2 per bin of 2 x 2
+    rois = torch.tensor([[0.0, 0.0, 0.0, 3.0, 3.0]], dtype=torch.float64)
+    ops = torchvision.ops
+    calls = {
+        "roi_align": lambda x: ops.roi_align(x, rois, output_size=2),
+        "roi_pool": lambda x: ops.roi_pool(x, rois, output_size=2),
+        "ps_roi_align": lambda x: ops.ps_roi_align(x, rois, output_size=2),
+        "ps_roi_pool": lambda x: ops.ps_roi_pool(x, rois, output_size=2),
+        "deform_conv2d": lambda x: torch.ops.torchvision.deform_conv2d(
+            *[a.double() if torch.is_tensor(a) else a for a in deform_args(input=x[:, :2])]
+        ),
+    }
+    silent = []
+    for name, call in calls.items():
+        with fwAD.dual_level():
+            try:
+                out = call(fwAD.make_dual(x, torch.ones_like(x)))
+            except RuntimeError:  # "jvp is not implemented": not silent
+                continue
+            if fwAD.unpack_dual(out).tangent is None:  # no tangent, and no error
+                silent.append(name)
+    assert not silent, f"forward AD gives no tangent and no error: {silent}"
+
+
+# [forward-mode]
 
 # On a GPU.
 
@@ -214,6 +225,7 @@ FINDINGS = [
     nms_fake_kernel_accepts_integer_boxes,
     deform_conv2d_does_not_check_the_bias,
     deform_conv2d_fake_kernel_accepts_integer_input,
+    forward_mode_gives_no_tangent_and_no_error,
     nms_fake_kernel_accepts_boxes_and_scores_on_two_devices,
     deform_conv2d_does_not_run_on_the_current_stream,
     ps_roi_align_cannot_be_captured_in_a_cuda_graph,
@@ -225,8 +237,12 @@ NEEDS_CUDA = {
     ps_roi_align_cannot_be_captured_in_a_cuda_graph,
 }
 # The torchvision release that fixed a finding (make matrix runs a newer one
-# than make test's).
+# than make test's), and the one that brought it: from 0.27 torchvision
+# registers its derivatives with torch.library.register_autograd, whose
+# kernel drops a forward-mode tangent (before, its C++ autograd Functions
+# raised "jvp is not implemented for the c++ API of custom Function").
 FIXED_IN = {roi_pool_reads_rois_of_the_wrong_shape: (0, 29, 2)}
+INTRODUCED_IN = {forward_mode_gives_no_tangent_and_no_error: (0, 27, 0)}
 
 
 def torchvision_version() -> tuple:
@@ -235,5 +251,6 @@ def torchvision_version() -> tuple:
 
 
 def reproduces(finding) -> bool:
-    """Whether the installed torchvision still has the bug."""
-    return finding not in FIXED_IN or torchvision_version() < FIXED_IN[finding]
+    """Whether the installed torchvision has the bug."""
+    version = torchvision_version()
+    return INTRODUCED_IN.get(finding, (0,)) <= version < FIXED_IN.get(finding, (99,))

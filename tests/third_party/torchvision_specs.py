@@ -2,7 +2,7 @@
 reference written in plain torch ops and samples that build valid inputs.
 
 Each declaration that relaxes a default says why next to it; docs
-(what_the_harness_found_in_torchvision.md) lists what still fails and why.
+(what_the_harness_found.md) lists what still fails and why.
 The references follow torchvision's documented semantics (the pure-Python
 loops of its own test suite), vectorised over channels: small inputs, so a
 loop over boxes and bins costs little.
@@ -385,6 +385,11 @@ SPECS = {
         dynamic_dims={0: {0: "batch"}, 2: {0: "batch"}, 3: {0: "batch"}},
         # The CUDA backward sums the offsets' gradients with atomic adds.
         nondeterministic=True,
+        # Reverse mode only, as the RoI ops.
+        autodiff=("reverse",),
+        # Bad input: an integer image, a bias one longer than the output
+        # channels (shape: the last tensor), inputs on two devices.
+        bad_inputs=("dtype", "shape", "device"),
         skip={
             "gradgradcheck": "deform_conv2d has no double backward in torchvision",
             "vmap": "torchvision registers no batching rule for its ops",

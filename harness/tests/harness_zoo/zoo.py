@@ -1,8 +1,10 @@
 """Builds and registers the harness zoo, and describes each op to the harness.
 
-``load()`` compiles zoo.cpp (and zoo_cuda.cu where there is a GPU) once into
-build/harness_zoo with torch.utils.cpp_extension; ninja rebuilds it only when
-a source changes, so a later session just loads the library. Then it
+``load()`` compiles zoo.cpp (and zoo_cuda.cu where there is a GPU) once with
+torch.utils.cpp_extension, into its build folder (TORCH_EXTENSIONS_DIR, by
+default ~/.cache/torch_extensions) under a name that carries the torch
+release; ninja rebuilds it only when a source changes, so a later session
+just loads the library. Then it
 registers the fake, autograd and batching (vmap) kernels below, some with
 their bug, and returns one OpSpec per op. It needs torch and the harness
 only (zoo_checks.py holds its fake kernels' checks), so the standalone
@@ -12,6 +14,7 @@ harness's tests run it too.
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 import torch
@@ -22,7 +25,8 @@ from extension_cpp_testing import OpSpec
 from . import zoo_checks as _checks
 
 HERE = Path(__file__).resolve().parent
-BUILD = HERE.parents[1] / "build" / "harness_zoo"
+# One library per torch release: a build for another torch would not load.
+NAME = "harness_zoo_torch" + re.sub(r"\W", "_", torch.__version__)
 
 # The harness runs the zoo on fewer cases than our own ops: each bug shows on
 # the first layouts already, and the run stays a few seconds per op.
@@ -52,12 +56,48 @@ def _checked_fake(name):
     _fake(name, fake)
 
 
-def _autograd(name, sign=1.0):
-    """Backward grad * b, grad * a through harness_zoo.mul (so it is differentiable
-    again); sign=-1 gives the wrong-sign bug in a's gradient."""
+# The Autograd kernels registered below (kept alive with the module).
+_AUTOGRAD: dict[str, torch.library.Library] = {}
+
+
+def register_autograd_kernel(qualname: str, setup_context, backward, jvp=None) -> None:
+    """An autograd.Function (setup_context, backward, and jvp if given)
+    registered as the op's Autograd kernel, which torch.library.register_autograd
+    also registers, but applied on every call.
+
+    Without a jvp, forward mode raises (NotImplementedError: "You must
+    implement the jvp function"), and so does every torch.func transform,
+    which can't see into a dispatcher kernel: reverse mode is all it gives,
+    as the zoo's OpSpecs declare (autodiff=("reverse",)). register_autograd
+    instead skips autograd where no input requires grad, so a forward-mode
+    tangent is dropped without an error."""
+    namespace, name = qualname.split("::")
+    op = getattr(getattr(torch.ops, namespace), name).default
+    methods = {
+        "forward": staticmethod(lambda *args: _below_autograd(op, args)),
+        "setup_context": staticmethod(setup_context),
+        "backward": staticmethod(backward),
+    }
+    if jvp is not None:
+        methods["jvp"] = staticmethod(jvp)
+    function = type(f"{name}_autograd", (torch.autograd.Function,), methods)
+    lib = _AUTOGRAD.setdefault(namespace, torch.library.Library(namespace, "IMPL"))
+    lib.impl(name, lambda *args: function.apply(*args), "Autograd")
+
+
+def _below_autograd(op, args):
+    with torch._C._AutoDispatchBelowAutograd():
+        return op(*args)
+
+
+def _autograd(name, sign=1.0, jvp_error=None):
+    """Backward grad * b, grad * a through harness_zoo.mul (so it is
+    differentiable again); sign=-1 gives the wrong-sign bug in a's gradient.
+    jvp_error adds a jvp, off by that relative error (jvp_off_mul's bug)."""
 
     def setup_context(ctx, inputs, output):
         ctx.save_for_backward(*inputs)
+        ctx.save_for_forward(*inputs)
 
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
@@ -67,7 +107,18 @@ def _autograd(name, sign=1.0):
             grad_a = -grad_a  # the bug
         return grad_a, grad_b
 
-    torch.library.register_autograd(f"harness_zoo::{name}", backward, setup_context=setup_context)
+    def jvp(ctx, tangent_a, tangent_b):
+        a, b = ctx.saved_tensors
+        tangent = torch.zeros_like(a)
+        if tangent_a is not None:
+            tangent = tangent + tangent_a * b
+        if tangent_b is not None:
+            tangent = tangent + a * tangent_b
+        return tangent * (1 + jvp_error)  # the bug
+
+    register_autograd_kernel(
+        f"harness_zoo::{name}", setup_context, backward, jvp if jvp_error is not None else None
+    )
 
 
 def _batch_first(x: torch.Tensor, dim, size: int) -> torch.Tensor:
@@ -106,6 +157,8 @@ FUNCTIONAL = (
     "mutating_mul",
     "muladd",
     "double_rounded_muladd",
+    "register_autograd_mul",
+    "jvp_off_mul",
 )
 
 
@@ -209,6 +262,54 @@ def _register() -> None:
     )
     _fake("device_synced_mul", lambda a, b: _output(a, b))
 
+    # In place: check what the kernel checks, change nothing, return None.
+    for name in ("axpy_", "off_by_one_axpy_"):
+
+        def fake_axpy(y, x, alpha, name=name):
+            _checks.check_inputs(f"harness_zoo.{name}", y, x)
+
+        _fake(name, fake_axpy)
+
+    for name in ("quantize", "two_codes_off_quantize"):
+
+        def fake_quantize(x, scale, name=name):
+            _checks.check_float32(f"harness_zoo.{name}", "x", x)
+            return torch.empty_like(x, dtype=torch.int8)
+
+        _fake(name, fake_quantize)
+        _vmap_one(name)
+
+    _checked_fake("abort_on_empty_mul")
+
+    # Bug: torch.library.register_autograd, whose kernel skips autograd when
+    # no input requires grad, so a forward-mode tangent is dropped without an
+    # error: forward AD gives None, torch.func.jvp and jacfwd zeros.
+    _checked_fake("register_autograd_mul")
+
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs)
+
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        return ops.mul(grad, b), ops.mul(grad, a)
+
+    torch.library.register_autograd(
+        "harness_zoo::register_autograd_mul", backward, setup_context=setup_context
+    )
+
+    _checked_fake("jvp_off_mul")
+    _autograd("jvp_off_mul", jvp_error=1e-4)  # the bug: a tangent 1e-4 too large
+
+
+def _vmap_one(name):
+    """A batching rule for a one-input elementwise zoo op."""
+    op = getattr(ops, name).default
+
+    def rule(info, in_dims, x, *rest):
+        return op(_batch_first(x, in_dims[0], info.batch_size), *rest), 0
+
+    torch.library.register_vmap(f"harness_zoo::{name}", rule)
+
 
 def _register_synced_mul() -> None:
     """synced_mul: a Python op that checks its input for NaN before computing,
@@ -236,10 +337,30 @@ def _register_stream_leaking_mul() -> None:
     stream_leaking_mul.register_fake(lambda a, b: _output(a, b))
 
 
+def _axpy_reference(y, x, alpha):
+    """y += alpha * x, in place, as the op does; None, as the op returns."""
+    y.add_(x, alpha=alpha)
+
+
+def quantize_samples(layout, dtype, device, rows):
+    """rows x 129 values around [-4, 4], one in ten a tie between two codes of
+    QUANT_SCALE (k + 1/2 codes exactly), where rounding rules differ; stored
+    column by column for the "transposed" layout."""
+    values = torch.randn(rows, 129) * 1.5
+    ties = torch.randint(-250, 251, values.shape) * (QUANT_SCALE / 2)
+    x = torch.where(torch.rand(values.shape) < 0.1, ties, values)
+    if layout == "transposed":
+        x = x.t().contiguous().t()
+    return [x.to(device), QUANT_SCALE]
+
+
+# 2^-5: x / QUANT_SCALE is exact, so a tie in the samples is a tie in the kernel.
+QUANT_SCALE = 2.0**-5
+
+
 def _specs() -> dict[str, OpSpec]:
     zoo = dict(dtypes=ZOO_DTYPES, layouts=ZOO_LAYOUTS, devices=("cpu",), exact=True)
-    # register_autograd gives reverse mode only (torch.func needs setup_context
-    # on an autograd.Function).
+    # Reverse mode only: _autograd's Function raises in every other mode.
     functional = dict(zoo, reference=torch.mul, autodiff=("reverse",))
     out = dict(zoo, reference=torch.add, out=True)
     specs = {
@@ -260,8 +381,50 @@ def _specs() -> dict[str, OpSpec]:
             "no_vmap_mul",
             "contiguous_mul",
             "mutating_mul",
+            "register_autograd_mul",
         )
     }
+    specs["jvp_off_mul"] = OpSpec(
+        ops.jvp_off_mul.default,
+        **{**functional, "autodiff": ("reverse", "forward_ad", "forward_ad-last-only")},
+    )
+    # y is read and written: the schema's Tensor(a!) says so, and the
+    # reference updates its copy of y as the op does. The kernel rounds y + alpha * x
+    # in two steps where torch.add_ may fuse them: within the tolerance.
+    for name in ("axpy_", "off_by_one_axpy_"):
+        specs[name] = OpSpec(
+            getattr(ops, name).default,
+            reference=_axpy_reference,
+            extra_args=(0.5,),
+            dtypes=ZOO_DTYPES,
+            layouts=ZOO_LAYOUTS,
+            devices=("cpu",),
+        )
+    # int8 codes: the kernel rounds ties away from zero, torch.round (the
+    # reference) to even, so the two are one code apart on about 2.5% of the
+    # samples.
+    for name in ("quantize", "two_codes_off_quantize"):
+        specs[name] = OpSpec(
+            getattr(ops, name).default,
+            reference=lambda x, scale: (
+                torch.round(x.double() / scale).clamp(-127, 127).to(torch.int8)
+            ),
+            samples=quantize_samples,
+            layouts=("contiguous", "transposed"),
+            dtypes=(torch.float32,),
+            devices=("cpu",),
+            integer_tolerance=dict(codes=1, fraction=0.05),
+            differentiable=False,  # integer codes: no derivative
+        )
+    # The checks that call the kernel, torch.compile's included.
+    specs["abort_on_empty_mul"] = OpSpec(
+        ops.abort_on_empty_mul.default,
+        reference=torch.mul,
+        layouts=("contiguous", "empty"),
+        dtypes=(torch.float32,),
+        devices=("cpu",),
+        checks=("results", "strides", "fake", "compile"),
+    )
     specs["int_count_mul"] = OpSpec(
         ops.int_count_mul.default,
         **{**functional, "dtypes": (torch.bfloat16, *ZOO_DTYPES)},
@@ -307,11 +470,9 @@ def load() -> dict[str, OpSpec]:
     sources = [HERE / "zoo.cpp"]
     if torch.cuda.is_available():
         sources.append(HERE / "zoo_cuda.cu")
-    BUILD.mkdir(parents=True, exist_ok=True)
     cpp_extension.load(
-        name="harness_zoo" + ("_cuda" if len(sources) > 1 else ""),
+        name=NAME + ("_cuda" if len(sources) > 1 else ""),
         sources=[str(s) for s in sources],
-        build_directory=str(BUILD),
         extra_cflags=["-O2"],
         # As setup.py: a static C++ runtime, where the toolchain links one in,
         # stays private (docs/troubleshooting.md).

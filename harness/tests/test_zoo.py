@@ -10,24 +10,23 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import textwrap
-from pathlib import Path
 
 import pytest
 import torch
-from child_process import run_python
+from harness_zoo import zoo as zoo_module
+from harness_zoo.processes import run_python
 
-from extension_cpp_testing import FIXES, ConformanceFailure, run_all
+from extension_cpp_testing import FIXES, FORWARD_MODES, ConformanceFailure, run_all
 from extension_cpp_testing.conformance import (
     INPUT_MODIFIED_FIX,
     NO_BATCHING_RULE_FIX,
     NO_FAKE_KERNEL_FIX,
     STREAM_LEFT_CURRENT_FIX,
+    UNCLAIMED_MODE_FIX,
 )
 
-from . import zoo as zoo_module
-
-REPO = Path(__file__).resolve().parents[2]
 HUGE = os.environ.get("EXTENSION_CPP_HUGE") == "1"
 
 # [bugs]
@@ -125,12 +124,29 @@ BUGS = {
         "results",
         {"results"},
     ),
+    "off_by_one_axpy_": (
+        "an in-place update that leaves the last element of its argument as it was",
+        "results",
+        {"results"},
+    ),
+    "two_codes_off_quantize": (
+        "a quantizer two codes low at the top of its range",
+        "results",
+        {"results"},
+    ),
+    "register_autograd_mul": (
+        "torch.library.register_autograd: forward mode gives None or zeros, no error",
+        "autodiff",
+        {"autodiff"},
+    ),
+    "jvp_off_mul": ("a forward-mode derivative off by a relative 1e-4", "autodiff", {"autodiff"}),
 }
 # The fix shown where the finding calls for a more specific one than the check's.
 SPECIFIC_FIXES = {
     "no_vmap_mul": NO_BATCHING_RULE_FIX,
     "mutating_mul": INPUT_MODIFIED_FIX,
     "stream_leaking_mul": STREAM_LEFT_CURRENT_FIX,
+    "register_autograd_mul": UNCLAIMED_MODE_FIX,
 }
 # Past 2^31 elements (EXTENSION_CPP_HUGE=1: a 4 GiB float16 output).
 HUGE_BUGS = {"int_count_mul": ("an int element count that overflows", "huge", {"huge"})}
@@ -180,7 +196,9 @@ def test_harness_catches_the_bug(zoo, op_name):
     _assert_caught(run_all(zoo[op_name]), op_name, *BUGS[op_name])
 
 
-@pytest.mark.parametrize("op_name", ["mul", "add_out", "muladd", "int_count_mul"])
+@pytest.mark.parametrize(
+    "op_name", ["mul", "add_out", "muladd", "int_count_mul", "axpy_", "quantize"]
+)
 def test_correct_ops_pass_every_check(zoo, op_name):
     spec = zoo[op_name]
     # int_count_mul is correct below 2^31 elements: its bug shows only in the
@@ -221,6 +239,215 @@ def test_internal_assert_fails_where_no_error_is_raised(zoo):
     assert "no error at all" in failures["internal_assert"][0].what
 
 
+def test_forward_mode_silence_fails_each_forward_mode(zoo):
+    """register_autograd_mul claims reverse mode only. Its forward modes
+    return None or zeros, so each fails; the torch.func reverse modes raise,
+    as a mode it does not claim must, and pass."""
+    failures = run_all(zoo["register_autograd_mul"], checks={"autodiff"})["autodiff"]
+    expected = {f"register_autograd_mul-autodiff-cpu-float64-{m}-raises" for m in FORWARD_MODES}
+    assert {f.case for f in failures} == expected
+    assert all(f.fix == UNCLAIMED_MODE_FIX for f in failures)
+    prefix = "register_autograd_mul-autodiff-cpu-float64-"
+    whats = {f.case[len(prefix) : -len("-raises")]: f.what for f in failures}
+    assert "returned None where a derivative belongs" in whats["forward_ad"]
+    assert "returned zeros where the reference's derivative is not zero" in whats["jvp"]
+
+
+def test_a_forward_derivative_off_by_1e_4_fails_the_modes_that_reach_it(zoo):
+    """jvp_off_mul's jvp is 1e-4 too large: the claimed forward_ad modes fail
+    (the tolerance is far below 1e-4), reverse mode and gradcheck pass."""
+    failures = run_all(zoo["jvp_off_mul"], checks={"autodiff", "gradcheck"})
+    assert set(failures) == {"autodiff"}
+    assert {f.case for f in failures["autodiff"]} == {
+        "jvp_off_mul-autodiff-cpu-float64-forward_ad",
+        "jvp_off_mul-autodiff-cpu-float64-forward_ad-last-only",
+    }
+
+
+def test_a_mutated_argument_is_compared_not_called_modified(zoo):
+    """off_by_one_axpy_ writes y, as its schema says: the failure compares y
+    with the reference's, and never says the op modified an input."""
+    failures = run_all(zoo["off_by_one_axpy_"])["results"]
+    assert all(f.what.startswith("result differs from the reference: y (mutated") for f in failures)
+    # Every layout but 0-dim, whose one element is the last (and skipped) too.
+    assert "off_by_one_axpy_-results-cpu-float32-0-dim" in {f.case for f in failures}
+
+
+# A test module whose kernel aborts on empty input, next to a correct op.
+CRASHING = """
+import dataclasses
+import torch
+from extension_cpp_testing import conformance_tests
+from harness_zoo import zoo
+
+specs = zoo.load()
+test_abort = conformance_tests(specs["abort_on_empty_mul"])
+test_mul = conformance_tests(
+    dataclasses.replace(specs["mul"], checks=("results",), layouts=("contiguous", "empty"))
+)
+"""
+
+
+def test_a_crashing_kernel_fails_its_case_and_the_run_goes_on(tmp_path):
+    """Each case that reaches the abort fails, naming SIGABRT, in every check
+    that calls the kernel (torch.compile's included); every other case, and
+    the next test function's, runs and passes."""
+    module = tmp_path / "test_crashing.py"
+    module.write_text(CRASHING)
+    proc = run_python(["-m", "pytest", "-p", "no:cacheprovider", "-rf", str(module)], cwd=tmp_path)
+    out = proc.stdout
+    assert proc.returncode == 1, out[-3000:] + proc.stderr[-3000:]
+    failed = set(re.findall(r"FAILED \S+::test_abort\[(\S+)\]", out))
+    assert failed == {
+        f"abort_on_empty_mul-{check}-cpu-float32-empty"
+        for check in ("results", "strides", "fake", "compile")
+    }
+    assert out.count("died of SIGABRT (signal 6)") >= len(failed)
+    assert f"{len(failed)} failed, 12 passed" in out, out[-3000:]
+
+
+# One op whose kernel warns, one whose failure shows its random inputs,
+# drawn after the test seeds the RNG.
+WORKER_STATE = """
+import warnings
+import pytest
+import torch
+from extension_cpp_testing import OpSpec, conformance_tests
+from harness_zoo import zoo
+
+@pytest.fixture(autouse=True)
+def _seeded():
+    torch.manual_seed(0)
+    torch.rand(3)  # a draw after seeding: the state, not the seed, decides what comes next
+
+@torch.library.custom_op("worker_state::warning_mul", mutates_args=())
+def warning_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    warnings.warn("warning_mul: a warning from the kernel")
+    return a * b
+
+warning_mul.register_fake(lambda a, b: torch.empty_like(a))
+test_warning = conformance_tests(
+    OpSpec(
+        torch.ops.worker_state.warning_mul.default,
+        reference=torch.mul,
+        checks=("results",),
+        layouts=("contiguous",),
+        dtypes=(torch.float32,),
+        devices=("cpu",),
+    )
+)
+test_quantize = conformance_tests(zoo.load()["two_codes_off_quantize"])
+"""
+
+
+def test_cases_in_the_worker_see_the_tests_warning_filters_and_rng(tmp_path):
+    """The same failures, word for word, in the worker and in pytest's
+    process: the warning turned into an error by -W, and the quantizer's
+    codes, which the seeded RNG draws."""
+    module = tmp_path / "test_worker_state.py"
+    module.write_text(WORKER_STATE)
+    reports = {}
+    for isolate in ("1", "0"):
+        proc = run_python(
+            ["-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "-W"]
+            + ["error::UserWarning", "-q", str(module)],
+            cwd=tmp_path,
+            env={"EXTENSION_CPP_TESTING_ISOLATE": isolate},
+        )
+        assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+        found = re.findall(r"E +extension_cpp_testing\S+: (.*)", proc.stdout)
+        reports[isolate] = sorted(set(found))
+    assert reports["1"] == reports["0"]
+    assert any("UserWarning: warning_mul: a warning from the kernel" in r for r in reports["1"])
+    assert any("codes differ from the reference's" in r for r in reports["1"])
+
+
+def test_a_script_that_starts_pytest_runs_once(tmp_path):
+    """The worker is a fresh interpreter that imports the test module, never
+    the script that started pytest (multiprocessing's spawn would re-run a
+    script without a __main__ guard, pytest and all)."""
+    (tmp_path / "test_mul.py").write_text(
+        "import torch\n"
+        "from extension_cpp_testing import OpSpec, conformance_tests\n"
+        "test_mul = conformance_tests(OpSpec(torch.ops.aten.mul.Tensor, reference=torch.mul,\n"
+        "    checks=('results',), layouts=('contiguous',), dtypes=(torch.float32,),\n"
+        "    devices=('cpu',)))\n"
+    )
+    (tmp_path / "run.py").write_text(
+        "import sys, pytest\n"
+        "print('the script started')\n"
+        "sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'test_mul.py']))\n"
+    )
+    proc = run_python(["run.py"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.stdout.count("the script started") == 1, proc.stdout[-3000:]
+    assert "1 passed" in proc.stdout
+
+
+# The parent uses CUDA first; one op then breaks CUDA in its process.
+CUDA_WORKER = """
+import torch
+from extension_cpp_testing import OpSpec, conformance_tests
+
+torch.zeros(1, device="cuda")
+
+@torch.library.custom_op("cuda_worker::out_of_bounds_mul", mutates_args=())
+def out_of_bounds_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    # Reads past the end of a: a device-side assert, after which CUDA is
+    # unusable in the process.
+    past_the_end = torch.full(a.shape, a.numel(), dtype=torch.long, device=a.device)
+    return a.flatten()[past_the_end] * b
+
+out_of_bounds_mul.register_fake(lambda a, b: torch.empty_like(a))
+only = dict(reference=torch.mul, exact=True, checks=("results",), layouts=("contiguous",),
+            dtypes=(torch.float32,), devices=("cuda",))
+test_broken = conformance_tests(OpSpec(torch.ops.cuda_worker.out_of_bounds_mul.default, **only))
+test_mul = conformance_tests(OpSpec(torch.ops.aten.mul.Tensor, **only))
+"""
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_cases_run_in_the_worker_and_a_broken_context_is_left_behind(tmp_path):
+    """A parent that has used CUDA (which a forked child could not) runs its
+    CUDA cases in the spawned worker; a case that leaves CUDA unusable fails,
+    and the next case gets a fresh worker and passes."""
+    module = tmp_path / "test_cuda_worker.py"
+    module.write_text(CUDA_WORKER)
+    proc = run_python(
+        ["-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "-rf", str(module)],
+        cwd=tmp_path,
+    )
+    out = proc.stdout
+    assert proc.returncode == 1, out[-3000:] + proc.stderr[-3000:]
+    assert "2 failed, 2 passed" in out, out[-3000:]
+    assert not re.findall(r"FAILED \S+::test_mul", out)
+
+
+def test_a_failed_compile_reads_without_log_records(tmp_path):
+    """pytest attaches its log capture to torch's structured trace log, which
+    logs a blank DEBUG record per compile step; the harness keeps them out of
+    a failure's report (here in pytest's process, where they would show)."""
+    module = tmp_path / "test_compile_failure.py"
+    module.write_text(
+        "import dataclasses\n"
+        "from extension_cpp_testing import conformance_tests\n"
+        "from harness_zoo import zoo\n"
+        "spec = zoo.load()['fake_strides_mul']\n"
+        "test_compile = conformance_tests(\n"
+        "    dataclasses.replace(spec, checks=('compile',), layouts=('transposed',))\n"
+        ")\n"
+    )
+    proc = run_python(
+        ["-m", "pytest", "-p", "no:cacheprovider", "-q", str(module)],
+        cwd=tmp_path,
+        env={"EXTENSION_CPP_TESTING_ISOLATE": "0"},
+    )
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "[compile] fake_strides_mul-compile-cpu-float32-transposed" in proc.stdout
+    assert "DEBUG" not in proc.stdout
+
+
 @pytest.mark.huge
 @pytest.mark.skipif(not HUGE, reason="set EXTENSION_CPP_HUGE=1: a 4 GiB output")
 def test_harness_catches_an_int_element_count(zoo):
@@ -240,14 +467,14 @@ def test_harness_catches_a_cuda_stream_bug(op_name):
         f"""
         import json
         from extension_cpp_testing import run_all
-        from tests.harness_zoo import zoo
+        from harness_zoo import zoo
 
         failures = run_all(zoo.load()[{op_name!r}])
         found = {{c: [[f.case, f.what, f.fix] for f in fs] for c, fs in failures.items()}}
         print(json.dumps(found))
         """
     )
-    proc = run_python(["-c", child], env={"PYTHONPATH": str(REPO)}, timeout=600)
+    proc = run_python(["-c", child])
     assert proc.returncode == 0, proc.stderr[-3000:]
     found = json.loads(proc.stdout.strip().splitlines()[-1])
     failures = {c: [ConformanceFailure(c, *f) for f in fs] for c, fs in found.items()}
@@ -275,7 +502,7 @@ def test_capture_check_restores_the_sync_debug_mode_under_warnings_as_errors():
         print(sorted(failures), torch.cuda.get_sync_debug_mode())
         """
     )
-    proc = run_python(["-c", child], env={"PYTHONPATH": str(REPO)}, timeout=600)
+    proc = run_python(["-c", child])
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == "[] 0"
 
@@ -293,7 +520,7 @@ def test_a_failed_capture_leaves_nothing_behind():
         import dataclasses, json
         import torch
         from extension_cpp_testing import OpSpec, run_all
-        from tests.harness_zoo import zoo
+        from harness_zoo import zoo
 
         specs = zoo.load()
         cuda = dict(devices=("cuda",), layouts=("contiguous", "transposed"), exact=True)
@@ -315,7 +542,7 @@ def test_a_failed_capture_leaves_nothing_behind():
         print(json.dumps(found))
         """
     )
-    proc = run_python(["-c", child], env={"PYTHONPATH": str(REPO)}, timeout=600)
+    proc = run_python(["-c", child])
     assert proc.returncode == 0, proc.stderr[-3000:]
     found = json.loads(proc.stdout.strip().splitlines()[-1])
     # A launch on the legacy stream during capture either breaks the capture
@@ -341,7 +568,7 @@ def test_generated_pytest_tests_name_check_case_and_fix(tmp_path):
             """
             import dataclasses
             from extension_cpp_testing import conformance_tests
-            from tests.harness_zoo import zoo
+            from harness_zoo import zoo
 
             specs = zoo.load()
             test_mul = conformance_tests(
@@ -359,8 +586,6 @@ def test_generated_pytest_tests_name_check_case_and_fix(tmp_path):
         ["-m", "pytest", "-p", "extension_cpp_testing.pytest_plugin"]
         + ["-p", "no:cacheprovider", "-rf", "--rootdir", str(tmp_path), str(module)],
         cwd=tmp_path,
-        env={"PYTHONPATH": str(REPO)},
-        timeout=600,
     )
     out = proc.stdout
     assert proc.returncode == 1, out[-3000:] + proc.stderr[-3000:]

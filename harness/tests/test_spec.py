@@ -16,20 +16,26 @@ import re
 
 import pytest
 import torch
+from harness_zoo import zoo as zoo_module
+from harness_zoo.zoo import register_autograd_kernel
 from torch import Tensor
 
 from extension_cpp_testing import (
     CHECKS,
     LAYOUTS,
+    MODES,
     ROUNDED_ONCE,
     TOLERANCES,
     OpSpec,
     assert_same_values,
     run_all,
 )
-from extension_cpp_testing.conformance import DYNAMIC_OUTPUT_FIX
+from extension_cpp_testing.conformance import DYNAMIC_OUTPUT_FIX, assert_same_codes, bad_args
 
-from . import zoo as zoo_module
+# The ops below that torch.library.custom_op can't define: schemas it can't
+# infer, and Autograd kernels of their own (custom_op registers one, which
+# torch 2.8 refuses to have replaced).
+_LIB = torch.library.Library("harness_spec", "FRAGMENT")
 
 
 @pytest.fixture(scope="module")
@@ -248,12 +254,11 @@ def test_the_rounded_once_claim_chooses_the_tolerances(zoo):
 
 # gather_rows(x, index): x's rows at positions given as a float tensor (as
 # boxes or sampling coordinates are): differentiable in x only.
-@torch.library.custom_op("harness_spec::gather_rows", mutates_args=())
-def gather_rows(x: Tensor, index: Tensor) -> Tensor:
-    return x[index.long()]
+_LIB.define("gather_rows(Tensor x, Tensor index) -> Tensor")
+_LIB.impl("gather_rows", lambda x, index: x[index.long()], "CompositeExplicitAutograd")
 
 
-@gather_rows.register_fake
+@torch.library.register_fake("harness_spec::gather_rows", lib=_LIB)
 def _(x, index):
     return x.new_empty(index.shape[0], *x.shape[1:])
 
@@ -269,7 +274,7 @@ def _gather_rows_setup(ctx, inputs, output):
     ctx.x_shape = inputs[0].shape
 
 
-gather_rows.register_autograd(_gather_rows_backward, setup_context=_gather_rows_setup)
+register_autograd_kernel("harness_spec::gather_rows", _gather_rows_setup, _gather_rows_backward)
 
 
 def _gather_samples(layout, dtype, device, rows):
@@ -287,6 +292,7 @@ GATHER = OpSpec(
     dtypes=(torch.float32, torch.float64),
     devices=("cpu",),
     checks=("gradcheck", "autodiff", "opcheck", "export"),
+    autodiff=("reverse",),
     bad_inputs=(),
     # The index varies in its own length: not with x's rows.
     dynamic_dims={0: {0: "rows"}},
@@ -441,7 +447,6 @@ def test_integer_ops_get_inputs_without_randn():
 
 # minmax(x, with_mean): several outputs, one of them optional (a schema that
 # torch.library.custom_op can't infer, so it is written out).
-_LIB = torch.library.Library("harness_spec", "FRAGMENT")
 _LIB.define("minmax(Tensor x, bool with_mean) -> (Tensor, Tensor, Tensor?)")
 
 
@@ -477,6 +482,24 @@ def test_several_and_optional_outputs_are_compared_one_by_one():
     assert run_all(dataclasses.replace(MINMAX, extra_args=(True,))) == {}
     wrong = dataclasses.replace(MINMAX, reference=lambda x, m: (x.amin(0), x.amin(0), None))
     assert "output 1" in run_all(wrong)["results"][0].what
+
+
+def _minmax_vmap(info, in_dims, x, with_mean):
+    """One call on the batch (moved to dimension 1, which minmax keeps): its
+    outputs' batch dimension is 0; the mean's too, or None where there is none."""
+    x = x.movedim(in_dims[0], 1) if in_dims[0] is not None else x.unsqueeze(1)
+    low, high, mean = torch.ops.harness_spec.minmax(x, with_mean)
+    return (low, high, mean), (0, 0, 0 if mean is not None else None)
+
+
+torch.library.register_vmap("harness_spec::minmax", _minmax_vmap, lib=_LIB)
+
+
+@pytest.mark.parametrize("with_mean", [False, True])
+def test_an_optional_output_left_out_passes_vmap(with_mean):
+    """The harness gives vmap out_dims None for an output the op returns as None."""
+    spec = dataclasses.replace(MINMAX, extra_args=(with_mean,), checks=("vmap",))
+    assert run_all(spec) == {}
 
 
 def test_an_out_overload_with_a_keyword_out_that_returns_out():
@@ -719,3 +742,322 @@ def test_a_missing_output_is_the_results_checks_finding():
     failures = run_all(spec)
     assert set(failures) == {"results"}
     assert failures["results"][0].what.startswith("result differs from the reference: output 2")
+
+
+# -- arguments read and written in place -------------------------------------------
+
+
+def test_mutated_arguments_come_from_the_schema(zoo):
+    assert zoo["axpy_"].mutates == [0]  # Tensor(a!) y
+    assert zoo["mul"].mutates == []
+    with pytest.raises(ValueError, match=r"writes the arguments \[0\] \(besides out\)"):
+        OpSpec(torch.ops.harness_zoo.axpy_.default, reference=lambda y, x, a: None, mutates=(1,))
+
+
+def _axpy(y, x, alpha):
+    """harness_zoo.axpy_ behind a Python function: no schema to read."""
+    torch.ops.harness_zoo.axpy_(y, x, alpha)
+
+
+def test_a_python_function_declares_what_it_mutates(zoo):
+    """Without mutates=, writing y is a finding, and says it is the OpSpec
+    that does not list it (there is no schema to blame); with it, y is
+    compared with the reference's."""
+    spec = dataclasses.replace(zoo["axpy_"], op=_axpy, mutates=None, name="axpy")
+    failures = run_all(spec, checks={"results"})["results"]
+    assert failures[0].what == (
+        "the op modified its input y (argument 0), which OpSpec(mutates=) does not list"
+    )
+    declared = dataclasses.replace(spec, mutates=(0,))
+    assert run_all(declared, checks={"results", "strides", "fake", "compile"}) == {}
+
+
+def test_a_reference_that_does_not_update_its_copy_is_reported_as_a_difference(zoo):
+    """The op's y is compared with the reference's copy: a reference that
+    forgets to update it makes the results check fail on y, as it should."""
+    spec = dataclasses.replace(zoo["axpy_"], reference=lambda y, x, alpha: None)
+    what = run_all(spec, checks={"results"})["results"][0].what
+    assert what.startswith("result differs from the reference: y (mutated in place): ")
+
+
+# ema_(x, state, beta): state = beta * state + (1 - beta) * x, in place; state
+# is the second argument, read and written.
+def _check_ema(x, state):
+    torch._check(x.shape == state.shape, lambda: f"ema_: shapes {x.shape} and {state.shape}")
+
+
+@torch.library.custom_op("harness_spec::ema_", mutates_args=("state",))
+def ema_(x: Tensor, state: Tensor, beta: float) -> None:
+    _check_ema(x, state)
+    state.mul_(beta).add_(x, alpha=1 - beta)
+
+
+@ema_.register_fake
+def _(x, state, beta):
+    _check_ema(x, state)
+
+
+def _ema_reference(x, state, beta):
+    state.copy_(beta * state + (1 - beta) * x)
+
+
+EMA = OpSpec(
+    torch.ops.harness_spec.ema_.default,
+    reference=_ema_reference,
+    extra_args=(0.9,),
+    layouts=("contiguous", "transposed"),
+    dtypes=(torch.float32,),
+    devices=("cpu",),
+    bad_inputs=("shape",),
+)
+
+
+def test_an_argument_written_in_the_middle_is_compared_and_the_others_kept():
+    assert EMA.mutates == [1]
+    assert not EMA.differentiable  # an in-place update
+    assert "vmap" not in {c.check for c in EMA.cases()}
+    assert run_all(EMA) == {}
+    # A reference that updates the wrong argument: state differs.
+    wrong = dataclasses.replace(
+        EMA, reference=lambda x, state, beta: _ema_reference(state, x, beta)
+    )
+    what = run_all(wrong, checks={"results"})["results"][0].what
+    assert what.startswith("result differs from the reference: state (mutated in place)")
+
+
+# -- integer outputs -------------------------------------------------------------
+
+
+def test_integer_tolerance_allows_codes_on_a_fraction_of_elements(zoo):
+    """The zoo's quantizer rounds ties away from zero, its reference to even:
+    one code apart on about 2.5% of its samples. Exact comparison fails on
+    them; integer_tolerance=dict(codes=1, fraction=0.05) accepts them."""
+    spec = zoo["quantize"]
+    assert run_all(spec) == {}
+    exact = run_all(dataclasses.replace(spec, integer_tolerance=None), checks={"results"})
+    assert "Tensor-likes are not equal" in exact["results"][0].what
+
+
+@pytest.mark.parametrize(
+    ("diff", "where", "fits"),
+    [(1, 5, True), (1, 6, False), (2, 1, False)],
+    ids=["1-code-on-5", "1-code-on-6", "2-codes-on-1"],
+)
+def test_integer_tolerance_bounds_codes_and_fraction(diff, where, fits):
+    """Within 1 code on at most 5% of 100 elements."""
+    want = torch.zeros(100, dtype=torch.uint8)
+    got = want.clone()
+    got[:where] = diff
+    if fits:
+        assert_same_codes(got, want, codes=1, fraction=0.05)
+    else:
+        with pytest.raises(AssertionError, match=f"{where} of 100 codes differ"):
+            assert_same_codes(got, want, codes=1, fraction=0.05)
+
+
+def test_integer_tolerance_is_refused_without_its_two_keys():
+    with pytest.raises(ValueError, match=r"integer_tolerance is dict\(codes=k, fraction=f\)"):
+        OpSpec(torch.ops.aten.mul.Tensor, reference=torch.mul, integer_tolerance=dict(codes=1))
+
+
+# -- every autodiff mode -----------------------------------------------------------
+
+
+def test_a_mode_that_works_but_is_not_claimed_says_to_claim_it():
+    """aten.mul gives every mode's derivative: claiming reverse alone makes
+    each other mode fail with the fix that claims it; claiming all passes."""
+    mul = dict(
+        reference=torch.mul, layouts=("contiguous",), dtypes=(torch.float64,), devices=("cpu",)
+    )
+    reverse = OpSpec(torch.ops.aten.mul.Tensor, **mul, autodiff=("reverse",))
+    failures = run_all(reverse, checks={"autodiff"})["autodiff"]
+    assert len(failures) == len(MODES) - 1
+    assert all("returned the reference's derivative" in f.what for f in failures)
+    jvp = next(f for f in failures if f.case.endswith("-jvp-raises"))
+    assert jvp.fix.endswith("OpSpec(autodiff=(..., 'jvp'))")
+    every = OpSpec(torch.ops.aten.mul.Tensor, **mul)  # the default claims every mode
+    assert every.autodiff == tuple(MODES)
+    assert run_all(every, checks={"autodiff"}) == {}
+
+
+def test_every_mode_gets_a_case_claimed_or_not():
+    spec = OpSpec(
+        torch.ops.aten.mul.Tensor, reference=torch.mul, devices=("cpu",), autodiff=("reverse",)
+    )
+    variants = {c.variant for c in spec.cases() if c.check == "autodiff"}
+    assert variants == {"reverse"} | {f"{m}-raises" for m in MODES if m != "reverse"}
+    claimed = dataclasses.replace(spec, autodiff=tuple(MODES))
+    assert {c.variant for c in claimed.cases() if c.check == "autodiff"} == set(MODES)
+    with pytest.raises(ValueError, match=r"unknown autodiff modes \['jvps'\]"):
+        OpSpec(torch.ops.aten.mul.Tensor, reference=torch.mul, autodiff=("jvps",))
+
+
+# -- bad input for the op's real signature -----------------------------------------
+
+
+def test_samples_leave_the_shape_kind_out():
+    """A wider input can be valid for an op with samples= (an index, a
+    batch): the kinds are those that hold for any signature."""
+    assert GATHER.bad_inputs == ()  # declared
+    spec = dataclasses.replace(GATHER, bad_inputs=None)
+    assert spec.bad_inputs == ["dtype", "device"]  # x and index
+    one = OpSpec(torch.ops.aten.neg.default, reference=torch.neg, samples=_vector)
+    assert one.bad_inputs == ["dtype"]  # one tensor: nothing to put on two devices
+
+
+def test_a_bad_input_failure_names_the_argument_and_what_it_became(zoo):
+    what = run_all(zoo["unchecked_fake_mul"], checks={"bad_input"})["bad_input"][0].what
+    assert what.startswith("b became sizes [37, 130] (from [37, 129]): the fake kernel accepted it")
+    spec = dataclasses.replace(zoo["unchecked_fake_mul"], bad_inputs=("dtype-b",))
+    args, what = bad_args(spec, "dtype-b", "cpu")
+    assert what == "b became torch.int64 (from torch.float32)"
+    assert args[1].dtype == torch.int64
+
+
+# dequant_into(codes, scale, out): int8 codes times scale into a float32 out.
+_LIB.define("dequant_into(Tensor codes, float scale, Tensor(a!) out) -> ()")
+
+
+def _dequant_into(codes, scale, out):
+    if torch._C._is_alias_of(out, codes):
+        raise RuntimeError("dequant_into: expected out to share no memory with codes")
+    out.copy_(codes * scale)
+
+
+_LIB.impl("dequant_into", _dequant_into, "CompositeExplicitAutograd")
+
+
+@torch.library.register_fake("harness_spec::dequant_into", lib=_LIB)
+def _(codes, scale, out):
+    torch._check(
+        not torch._C._is_alias_of(out, codes),
+        lambda: "dequant_into: expected out to share no memory with codes",
+    )
+
+
+def _codes(layout, dtype, device, rows):
+    codes = torch.randint(-127, 128, (rows, 8), dtype=torch.int8, device=device)
+    return [codes, 0.5, torch.empty(rows, 8, dtype=dtype, device=device)]
+
+
+DEQUANT_INTO = OpSpec(
+    torch.ops.harness_spec.dequant_into.default,
+    reference=lambda codes, scale: codes * scale,
+    samples=_codes,
+    out=True,
+    layouts=("contiguous",),
+    dtypes=(torch.float32,),
+    devices=("cpu",),
+    checks=("results", "bad_input"),
+    bad_inputs=("out-overlap",),
+)
+
+
+def test_an_overlapping_out_has_outs_dtype_and_shape():
+    """out-overlap makes out share memory with codes, in out's own dtype and
+    shape, so the op's overlap check is what is tested, not its dtype check."""
+    args, what = bad_args(DEQUANT_INTO, "out-overlap", "cpu")
+    codes, _, out = args
+    assert (out.dtype, out.shape) == (torch.float32, (37, 8))
+    assert torch._C._is_alias_of(out, codes)
+    assert what == "out became a view into codes's memory, one element in"
+    assert run_all(DEQUANT_INTO) == {}
+
+
+# -- arguments that are not tensors ------------------------------------------------
+#
+# unpack(codes, scale, shape, dtype, mode, bias): codes [n] times scale,
+# reshaped to shape, in dtype, plus an optional bias: an int[] (or SymInt[])
+# that follows the input's size, a ScalarType, a str and an optional tensor.
+for _name, _ints in (("unpack", "int[]"), ("unpack_symint", "SymInt[]")):
+    _LIB.define(
+        f"{_name}(Tensor codes, Tensor scale, {_ints} shape, ScalarType dtype, str mode, "
+        "Tensor? bias=None) -> Tensor"
+    )
+
+
+def _check_unpack(codes, scale, shape, dtype, mode):
+    torch._check(mode == "linear", lambda: f"unpack: expected mode 'linear', got {mode!r}")
+    torch._check(
+        codes.dtype == torch.int8, lambda: f"unpack: expected int8 codes, got {codes.dtype}"
+    )
+    torch._check(
+        codes.device == scale.device,
+        lambda: (
+            f"unpack: expected codes and scale on one device, got {codes.device} and {scale.device}"
+        ),
+    )
+
+
+def _unpack(codes, scale, shape, dtype, mode, bias=None):
+    _check_unpack(codes, scale, shape, dtype, mode)
+    out = (codes.float() * scale).reshape(shape)
+    return (out if bias is None else out + bias.float()).to(dtype)
+
+
+def _unpack_fake(codes, scale, shape, dtype, mode, bias=None):
+    _check_unpack(codes, scale, shape, dtype, mode)
+    return codes.new_empty(shape, dtype=dtype)
+
+
+for _name in ("unpack", "unpack_symint"):
+    _LIB.impl(_name, _unpack, "CompositeExplicitAutograd")
+    torch.library.register_fake(f"harness_spec::{_name}", _unpack_fake, lib=_LIB)
+
+    def _unpack_vmap(info, in_dims, codes, scale, shape, dtype, mode, bias=None, name=_name):
+        """One call on the whole batch, a leading dimension of codes, scale,
+        bias and shape."""
+
+        def first(x, dim):
+            return x.movedim(dim, 0) if dim is not None else x.expand(info.batch_size, *x.shape)
+
+        codes, scale = first(codes, in_dims[0]), first(scale, in_dims[1])[:, None]
+        if bias is not None:
+            bias = first(bias, in_dims[5])[:, None]
+        op = getattr(torch.ops.harness_spec, name).default
+        return op(codes, scale, [info.batch_size, *shape], dtype, mode, bias), 0
+
+    torch.library.register_vmap(f"harness_spec::{_name}", _unpack_vmap, lib=_LIB)
+
+
+def _unpack_samples(layout, dtype, device, rows):
+    codes = torch.randint(-127, 128, (rows * 4,), dtype=torch.int8, device=device)
+    scale = torch.rand((), device=device)
+    return [codes, scale, [rows, 4], dtype, "linear", torch.randn(4, dtype=dtype, device=device)]
+
+
+UNPACK = OpSpec(
+    torch.ops.harness_spec.unpack_symint.default,
+    reference=lambda codes, scale, shape, dtype, mode, bias: (
+        (codes.double() * scale.double()).reshape(shape) + bias.double()
+    ).to(dtype),
+    samples=_unpack_samples,
+    layouts=("contiguous",),
+    dtypes=(torch.float32, torch.bfloat16),
+    devices=("cpu",),
+    differentiable=False,  # integer codes in
+    # Only codes has rows; scale is a 0-dim tensor, bias a column per row.
+    dynamic_dims={0: {0: "codes"}},
+    checks=("results", "fake", "opcheck", "vmap", "compile", "dynamic", "export", "bad_input"),
+)
+
+
+def test_non_tensor_arguments_pass_through_every_check():
+    """A ScalarType, a str and a SymInt[] are constants or fixed inputs of the
+    export, None-dimensioned under vmap, and bad input changes tensors only."""
+    assert run_all(UNPACK) == {}
+
+
+def test_an_int_list_that_follows_the_sizes_is_named_in_the_fix():
+    """The same op with `int[] shape`: torch.compile recompiles for each
+    shape and torch.export fails its guard. The fix names the schema's
+    argument, not the fake kernel."""
+    spec = dataclasses.replace(UNPACK, op=torch.ops.harness_spec.unpack.default, name="unpack")
+    failures = run_all(spec)
+    assert set(failures) == {"dynamic", "export"}
+    for check in ("dynamic", "export"):
+        fix = failures[check][0].fix
+        assert fix.startswith("the schema's `int[] shape`: its value follows the input's sizes")
+        assert fix.endswith(
+            "Declare `SymInt[] shape` in the schema, so that a size can stay symbolic"
+        )

@@ -23,6 +23,13 @@ def check_dtype(op: str, name: str, t: torch.Tensor) -> None:
     )
 
 
+def check_float32(op: str, name: str, t: torch.Tensor) -> None:
+    torch._check(
+        t.dtype == torch.float32,
+        lambda: f"{op}: expected {name} to have dtype torch.float32, got {t.dtype}",
+    )
+
+
 def check_same(op: str, x_name: str, x: torch.Tensor, y_name: str, y: torch.Tensor) -> None:
     def expected(what: str, got: str):
         return lambda: f"{op}: expected {x_name} and {y_name} to {what}, got {got}"

@@ -1,15 +1,16 @@
-// The harness zoo: small elementwise ops, each with one bug that real
-// extensions have shipped, beside two correct ones (mul, add_out).
+// The harness zoo: small ops, each with one bug that real extensions have
+// shipped, beside correct ones (mul, add_out, muladd, axpy_, quantize).
 //
-// tests/harness_zoo/test_zoo.py runs extension_cpp_testing on each and
-// asserts that the check meant for its bug fails, and that the correct ops
-// pass everything. The bugs in this file are the kernels' (an int element
-// count, a lost sign of zero, a shortcut that turns 0 * inf into 0, an
-// INTERNAL ASSERT for a user error, an out= op blind to overlap, a schema
-// without (a!), a product rounded before the sum, a contiguous output
-// whatever the inputs, a write into an input, an out written as if it were
-// contiguous); zoo.py adds the registration bugs (fake kernels, autograd,
-// batching rules). CPU only: the one CUDA bug is in zoo_cuda.cu.
+// harness/tests/test_zoo.py runs extension_cpp_testing on each and asserts
+// that the check meant for its bug fails, and that the correct ops pass
+// everything. The bugs in this file are the kernels' (an int element count,
+// a lost sign of zero, a shortcut that turns 0 * inf into 0, an INTERNAL
+// ASSERT for a user error, an out= op blind to overlap, a schema without
+// (a!), a product rounded before the sum, a contiguous output whatever the
+// inputs, a write into an input, an out written as if it were contiguous, an
+// in-place update that skips an element, a quantizer two codes off, an abort
+// on empty input); zoo.py adds the registration bugs (fake kernels, autograd,
+// batching rules). CPU only: the CUDA bugs are in zoo_cuda.cu.
 #include <ATen/ATen.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/OpMathType.h>
@@ -18,8 +19,10 @@
 #include <c10/core/ScalarType.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -295,6 +298,78 @@ void unmarked_add_out(const at::Tensor& a, const at::Tensor& b, const at::Tensor
   for_each_element<int64_t>(out, a, b, kAdd);
 }
 
+// The last element of t, as a 0-dim view (t itself if 0-dim).
+at::Tensor last_element(const at::Tensor& t) {
+  at::Tensor v = t;
+  while (v.dim() > 0) {
+    v = v.select(0, v.size(0) - 1);
+  }
+  return v;
+}
+
+// y += alpha * x in place, element by element: an optimizer-style update of
+// its first argument. skip_last is the off_by_one_axpy_ bug: the last
+// element keeps its old value, as a loop that stops one short leaves it.
+void axpy_impl(const std::string& op, at::Tensor& y, const at::Tensor& x, double alpha,
+               bool skip_last) {
+  check_inputs(op, y, x);
+  TORCH_CHECK(at::has_internal_overlap(y) != at::MemOverlap::Yes, op,
+              ": expected y to have no internal overlap, got strides ", y.strides(), " for shape ",
+              y.sizes());
+  const bool skip = skip_last && y.numel() > 0;
+  const at::Tensor old_last = skip ? last_element(y).clone() : at::Tensor();
+  for_each_element<int64_t>(
+      y, y, x, [alpha](auto a, auto b) { return a + static_cast<decltype(a)>(alpha) * b; });
+  if (skip) {
+    last_element(y).copy_(old_last);
+  }
+}
+
+void axpy_(at::Tensor& y, const at::Tensor& x, double alpha) {
+  axpy_impl("harness_zoo.axpy_", y, x, alpha, /*skip_last=*/false);
+}
+
+void off_by_one_axpy_(at::Tensor& y, const at::Tensor& x, double alpha) {
+  axpy_impl("harness_zoo.off_by_one_axpy_", y, x, alpha, /*skip_last=*/true);
+}
+
+// int8 codes of x / scale, clamped to [-127, high]. The rounding is C's
+// (ties away from zero), where torch.round rounds ties to even: a reference
+// in torch ops is one code off on ties, which integer_tolerance allows.
+at::Tensor quantize_impl(const std::string& op, const at::Tensor& x, double scale, float high) {
+  TORCH_CHECK(x.scalar_type() == at::kFloat, op, ": expected x to have dtype torch.float32, got ",
+              dtype_name(x.scalar_type()));
+  const at::Tensor xc = x.contiguous();
+  at::Tensor codes = at::empty(xc.sizes(), xc.options().dtype(at::kChar));
+  const float* px = xc.const_data_ptr<float>();
+  int8_t* pc = codes.data_ptr<int8_t>();
+  const float inverse = static_cast<float>(1.0 / scale);
+  for (int64_t i = 0; i < xc.numel(); ++i) {
+    pc[i] = static_cast<int8_t>(std::clamp(std::round(px[i] * inverse), -127.0f, high));
+  }
+  // Laid out as x, as torch's elementwise ops lay out their output.
+  return at::empty_like(x, x.options().dtype(at::kChar)).copy_(codes);
+}
+
+at::Tensor quantize(const at::Tensor& x, double scale) {
+  return quantize_impl("harness_zoo.quantize", x, scale, 127.0f);
+}
+
+// Bug: the upper clamp is 125, a typo for 127: the largest values come out
+// up to two codes low.
+at::Tensor two_codes_off_quantize(const at::Tensor& x, double scale) {
+  return quantize_impl("harness_zoo.two_codes_off_quantize", x, scale, 125.0f);
+}
+
+// Bug: the kernel assumes at least one element, and aborts the process on
+// an empty input instead of returning an empty output.
+at::Tensor abort_on_empty_mul(const at::Tensor& a, const at::Tensor& b) {
+  if (a.numel() == 0) {
+    std::abort();
+  }
+  return checked_mul("harness_zoo.abort_on_empty_mul", a, b);
+}
+
 }  // namespace
 
 TORCH_LIBRARY(harness_zoo, m) {
@@ -327,6 +402,18 @@ TORCH_LIBRARY(harness_zoo, m) {
   m.def("no_vmap_mul(Tensor a, Tensor b) -> Tensor");
   // add_out's kernel, with a fake kernel that returns a new tensor.
   m.def("returning_fake_add_out(Tensor a, Tensor b, Tensor(a!) out) -> ()");
+  // In place: y is read and written (an optimizer's update).
+  m.def("axpy_(Tensor(a!) y, Tensor x, float alpha) -> ()");
+  m.def("off_by_one_axpy_(Tensor(a!) y, Tensor x, float alpha) -> ()");
+  // Quantizers: int8 codes.
+  m.def("quantize(Tensor x, float scale) -> Tensor");
+  m.def("two_codes_off_quantize(Tensor x, float scale) -> Tensor");
+  m.def("abort_on_empty_mul(Tensor a, Tensor b) -> Tensor");
+  // mul's kernel, with autograd registrations of their own (zoo.py): one
+  // through torch.library.register_autograd, one with a forward-mode
+  // derivative 1e-4 off.
+  m.def("register_autograd_mul(Tensor a, Tensor b) -> Tensor");
+  m.def("jvp_off_mul(Tensor a, Tensor b) -> Tensor");
   // CUDA only (zoo_cuda.cu, built where there is a GPU).
   m.def("default_stream_mul(Tensor a, Tensor b) -> Tensor");
   m.def("device_synced_mul(Tensor a, Tensor b) -> Tensor");
@@ -361,6 +448,13 @@ TORCH_LIBRARY_IMPL(harness_zoo, CPU, m) {
   m.impl("contiguous_mul", &contiguous_mul);
   m.impl("mutating_mul", &mutating_mul);
   m.impl("contiguous_out_add_out", &contiguous_out_add_out);
+  m.impl("axpy_", &axpy_);
+  m.impl("off_by_one_axpy_", &off_by_one_axpy_);
+  m.impl("quantize", &quantize);
+  m.impl("two_codes_off_quantize", &two_codes_off_quantize);
+  m.impl("abort_on_empty_mul", &abort_on_empty_mul);
+  ZOO_MUL(register_autograd_mul);
+  ZOO_MUL(jvp_off_mul);
   m.impl("returning_fake_add_out", [](const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
     check_out("harness_zoo.returning_fake_add_out", a, b, out);
     for_each_element<int64_t>(out, a, b, kAdd);

@@ -1,0 +1,277 @@
+"""Runs the cases of conformance_tests in a worker process, so that a kernel
+that crashes (SIGABRT, SIGSEGV, ...) fails its case, naming the signal, and
+the run goes on.
+
+Why not a standard tool: pytest-forked forks per test, which a process that
+has used CUDA can't do, and pytest-xdist replaces a crashed worker only
+under ``-n``. This worker is a fresh interpreter (subprocess, with the
+parent's sys.path: CUDA and torch.compile work in it; unlike
+multiprocessing's "spawn", it never re-runs the parent's main script),
+serves every case of the session over a pipe, and is started again after a
+crash.
+
+The worker rebuilds each OpSpec by importing the module that made it (the
+test module, as pytest imported it) and taking the spec that module's n-th
+call of conformance_tests registered. Each case carries the parent's warning
+filters and RNG state, so it runs as it would in the parent. Where the spec
+can't be rebuilt (conformance_tests called elsewhere than at a module's top
+level), the case runs in the parent, as it does with
+EXTENSION_CPP_TESTING_ISOLATE=0 (to debug a case in one process).
+"""
+
+from __future__ import annotations
+
+import atexit
+import faulthandler
+import importlib
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import traceback
+import warnings
+
+import torch
+
+from .case import Case, ConformanceFailure
+
+# (module name, n) -> the OpSpec that module's n-th conformance_tests call made.
+_SPECS: dict[tuple[str, int], object] = {}
+_CALLS: dict[str, int] = {}
+
+
+def isolated() -> bool:
+    """Whether cases run in the worker (EXTENSION_CPP_TESTING_ISOLATE=0: no)."""
+    return os.environ.get("EXTENSION_CPP_TESTING_ISOLATE", "1") != "0"
+
+
+def register(spec) -> tuple[str, int] | None:
+    """The key under which the worker finds spec: the module whose top level
+    is running (the test module being imported) and how many specs it
+    registered before. None where no module is being imported."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_name != "<module>":
+        frame = frame.f_back
+    if frame is None:
+        return None
+    module = frame.f_globals.get("__name__")
+    if not module or module == "__main__" or module not in sys.modules:
+        return None
+    key = (module, _CALLS.get(module, 0))
+    _CALLS[module] = key[1] + 1
+    _SPECS[key] = spec
+    return key
+
+
+class _Unavailable(Exception):
+    """The worker could not rebuild the spec: the case runs in the parent."""
+
+
+class _Worker:
+    """The worker process and the two pipes to it (requests, answers)."""
+
+    # Runs in the worker: the parent's sys.path first, then serve.
+    BOOT = (
+        "import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+        "from extension_cpp_testing.worker import serve; serve(int(sys.argv[2]), int(sys.argv[3]))"
+    )
+
+    def __init__(self):
+        requests_read, requests_write = os.pipe()
+        answers_read, answers_write = os.pipe()
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", self.BOOT, json.dumps(sys.path)]
+            + [str(requests_read), str(answers_write)],
+            pass_fds=(requests_read, answers_write),
+        )
+        os.close(requests_read)
+        os.close(answers_write)
+        self.requests = os.fdopen(requests_write, "wb")
+        self.answers = os.fdopen(answers_read, "rb")
+
+    def run(self, key: tuple[str, int], name: str, case: Case):
+        """("passed" | "failed" | "error" | "unavailable", detail, usable), or
+        ("crashed", exit code, False) when the process died running the case;
+        usable is False where the case left CUDA unusable in the worker."""
+        try:
+            pickle.dump((key, name, case, _parent_state()), self.requests)
+            self.requests.flush()
+            return pickle.load(self.answers)
+        except (EOFError, BrokenPipeError):
+            return "crashed", self.process.wait(), False
+
+    def close(self) -> None:
+        for pipe in (self.requests, self.answers):
+            try:
+                pipe.close()
+            except OSError:
+                pass  # the worker is gone: nothing left to flush
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+_worker: _Worker | None = None
+_unavailable: set[str] = set()
+
+
+def run_case(spec, key: tuple[str, int] | None, case: Case) -> None:
+    """Runs spec's case in the worker (or here, where it can't run there);
+    raises what the case raises, or a ConformanceFailure naming the signal
+    that ended the worker."""
+    global _worker
+    if key is None or key[0] in _unavailable or not isolated():
+        spec.run(case)
+        return
+    if _worker is None:
+        _worker = _Worker()
+        atexit.register(_close)
+    outcome, detail, usable = _worker.run(key, spec.name, case)
+    if not usable:  # the next case starts another worker
+        _worker.close()
+        _worker = None
+    if outcome == "passed":
+        return
+    if outcome == "failed":
+        raise detail
+    if outcome == "unavailable":
+        _unavailable.add(key[0])
+        spec.run(case)
+        return
+    if outcome == "error":
+        raise RuntimeError(f"the case raised in the worker process:\n{detail}")
+    raise ConformanceFailure(case.check, case.id, _death(detail), _crash_fix(case))
+
+
+def _death(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = "a signal"
+        return (
+            f"the process running the case died of {name} (signal {-code}): the kernel "
+            "crashed; what it printed is in the captured stderr"
+        )
+    return f"the process running the case exited with code {code} without finishing the case"
+
+
+def _crash_fix(case: Case) -> str:
+    from .conformance import CRASH_FIX
+
+    return CRASH_FIX.replace("<case>", case.id)
+
+
+def _close() -> None:
+    if _worker is not None:
+        _worker.close()
+
+
+def _parent_state() -> dict:
+    """What a case inherits from the test that runs it: warning filters (as
+    pytest set them for the test) and the RNG."""
+    return {
+        "filters": [f for f in warnings.filters if _picklable(f)],
+        "rng": bytes(torch.get_rng_state().tolist()),  # bytes pickle faster than a tensor
+        "seed": torch.initial_seed(),
+    }
+
+
+def _picklable(x) -> bool:
+    try:
+        pickle.dumps(x)
+    except Exception:  # noqa: BLE001  (a filter that can't travel stays behind)
+        return False
+    return True
+
+
+# -- in the worker ------------------------------------------------------------
+
+
+def serve(requests_fd: int, answers_fd: int) -> None:
+    """The worker's loop: a case in, its outcome out, until the parent closes
+    the pipe."""
+    faulthandler.enable()  # a crash prints the Python stack of the case
+    requests, answers = os.fdopen(requests_fd, "rb"), os.fdopen(answers_fd, "wb")
+    while True:
+        try:
+            key, name, case, state = pickle.load(requests)
+        except EOFError:
+            return
+        try:
+            outcome, detail = _run(key, name, case, state)
+        except BaseException:  # noqa: BLE001  (sent back to the test that asked)
+            outcome, detail = "error", traceback.format_exc()
+        # A device-side assert or an illegal address leaves CUDA unusable in
+        # this process: the case fails, and the next one gets a new worker.
+        broken = _cuda_error(case)
+        if broken is not None and outcome == "passed":
+            what = f"the case left CUDA unusable in its process: {broken}"
+            detail = ConformanceFailure(case.check, case.id, what, _crash_fix(case))
+            outcome = "failed"
+        pickle.dump((outcome, detail, broken is None), answers)
+        answers.flush()
+        if broken is not None:
+            return
+
+
+def _run(key, name, case, state) -> tuple:
+    try:
+        spec = _spec(key, name)
+    except _Unavailable as e:
+        return "unavailable", str(e)
+    _set_warning_filters(state["filters"])
+    torch.manual_seed(state["seed"])
+    torch.set_rng_state(torch.frombuffer(bytearray(state["rng"]), dtype=torch.uint8))
+    try:
+        spec.run(case)
+    except ConformanceFailure as e:
+        return "failed", e
+    return "passed", None
+
+
+def _cuda_error(case: Case) -> str | None:
+    """The error CUDA raises now in this process, if the case used it."""
+    if not (case.device.startswith("cuda") or case.variant == "device"):
+        return None
+    if not torch.cuda.is_initialized():
+        return None
+    try:
+        torch.cuda.synchronize()
+    except Exception as e:  # noqa: BLE001  (the error is what is reported)
+        return str(e).strip().splitlines()[0]
+    return None
+
+
+# The filters last set from the parent's.
+_filters: list | None = None
+
+
+def _set_warning_filters(filters) -> None:
+    """The parent's filters, through the public API (which tells the modules'
+    warning registries that the filters changed), where they changed."""
+    global _filters
+    if filters == _filters:
+        return
+    _filters = filters
+    warnings.resetwarnings()
+    for action, message, category, module, lineno in reversed(filters):
+        # A compiled pattern, its text, or None for any.
+        message = getattr(message, "pattern", message) or ""
+        module = getattr(module, "pattern", module) or ""
+        warnings.filterwarnings(action, message, category, module, lineno)
+
+
+def _spec(key: tuple[str, int], name: str):
+    if key not in _SPECS:
+        try:
+            importlib.import_module(key[0])
+        except BaseException as e:  # noqa: BLE001  (pytest's Skipped is a BaseException)
+            raise _Unavailable(f"importing {key[0]}: {type(e).__name__}: {e}") from None
+    spec = _SPECS.get(key)
+    if spec is None or spec.name != name:
+        raise _Unavailable(f"{key[0]} did not make the spec of {name} at call {key[1]}")
+    return spec

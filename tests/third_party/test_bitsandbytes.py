@@ -1,0 +1,223 @@
+"""bitsandbytes' ops through the harness (bitsandbytes_specs.py), and the
+reproducers of what it found (bitsandbytes_findings.py).
+
+Every case passes but those KNOWN lists: each a bug in bitsandbytes that a
+reproducer shows without the harness, on the page
+docs/what_the_harness_found.md. They are strict expected failures, so a
+bitsandbytes that fixes one makes its cases pass and this run fail until
+the page and these lists say so. The lists are the CPU's (the CUDA kernels
+are other code: a GPU run lists theirs).
+"""
+
+import pytest
+import torch
+
+bitsandbytes = pytest.importorskip(
+    "bitsandbytes", reason="bitsandbytes is not installed (make test-deps installs the "
+    "release the Makefile pins: pip install --no-deps bitsandbytes==<release>)"
+)  # fmt: skip
+
+from extension_cpp_testing import MODES, conformance_tests  # noqa: E402
+
+from . import bitsandbytes_findings as findings  # noqa: E402
+from .bitsandbytes_specs import SPECS  # noqa: E402
+
+PAGE = "docs/what_the_harness_found.md"
+FLOATS = ("float16", "bfloat16", "float32")
+
+
+def _opcheck_compares_strides() -> bool:
+    """Whether this torch's opcheck (test_faketensor) compares a fake kernel's
+    strides with the kernel's (2.14 does, 2.8 does not): a probe op whose
+    fake kernel gives a transposed input a contiguous output."""
+    lib = torch.library.Library("bitsandbytes_probe", "DEF")
+    lib.define("copy(Tensor x) -> Tensor")
+    lib.impl("copy", torch.clone, "CompositeExplicitAutograd")
+    torch.library.register_fake("bitsandbytes_probe::copy", lambda x: torch.empty(x.shape), lib=lib)
+    x = torch.randn(4, 3).t()
+    report = torch.library.opcheck(
+        torch.ops.bitsandbytes_probe.copy.default, (x,), test_utils="test_faketensor",
+        raise_exception=False,
+    )  # fmt: skip
+    return report["test_faketensor"] != "SUCCESS"
+
+
+# opcheck's share of the findings about strides.
+OPCHECK_STRIDES = _opcheck_compares_strides()
+
+
+def _known(reproducer, *cases):
+    """The cases a bitsandbytes bug explains, where this machine shows it."""
+    if not findings.reproduces(reproducer):
+        return {}
+    return dict.fromkeys(cases, f"bitsandbytes bug: {reproducer.__name__} ({PAGE})")
+
+
+def _every(name, checks, layouts, dtypes=("float32",), variants=("",)):
+    """name's CPU cases of these checks, layouts, dtypes and variants."""
+    return [
+        f"{name}-{check}-cpu-{dtype}-{layout}{variant}"
+        for check in checks
+        for layout in layouts
+        for dtype in dtypes
+        for variant in variants
+    ]
+
+
+def _layout_cases(name, layout, results_dtypes=("float32",)):
+    """Every CPU case of name on one layout: results in these dtypes, then
+    strides, fake, opcheck (no_grad) and compile in float32."""
+    return [
+        *_every(name, ["results"], [layout], results_dtypes),
+        *_every(name, ["strides", "fake", "compile"], [layout]),
+        f"{name}-opcheck-cpu-float32-{layout}-no_grad",
+    ]
+
+
+def _no_kernel(name, layouts, dtypes):
+    """Every CPU case of an op with no CPU kernel that calls the kernel (the
+    checks of each dtype run on the first layout; opcheck's only where it
+    is "contiguous")."""
+    others = [d for d in dtypes if d != "float32"]
+    per_dtype_opcheck = _every(name, ["opcheck"], ["contiguous"], others, ["-no_grad"])
+    return [
+        *_every(name, ["results"], layouts, dtypes),
+        f"{name}-results-cpu-float32-{layouts[0]}-out-non-contiguous",
+        *_every(name, ["strides", "compile"], layouts),
+        *_every(name, ["fake"], layouts),
+        *_every(name, ["fake"], [layouts[0]], others),
+        *_every(name, ["opcheck"], layouts, variants=("-no_grad",)),
+        *(per_dtype_opcheck if "contiguous" in layouts else []),
+        f"{name}-dynamic-cpu-float32",
+        f"{name}-export-cpu-float32",
+    ]
+
+
+def _bad_dtype(name):
+    return [f"{name}-bad_input-cpu-dtype", f"{name}-internal_assert-cpu-dtype"]
+
+
+def _silent_autodiff(name, raising=()):
+    """Every mode but those that raise; the ops take no float64, so the
+    cases run in float32."""
+    modes = [mode for mode in MODES if mode not in raising]
+    return [f"{name}-autodiff-cpu-float32-{mode}-raises" for mode in modes]
+
+
+KNOWN = {
+    **_known(
+        findings.fake_kernels_lay_out_a_transposed_input_otherwise,
+        *_every("int8_vectorwise_quant", ["strides", "fake", "compile"], ["transposed"]),
+        *_every("quantize_blockwise", ["fake", "compile"], ["transposed"]),
+        *_every("dequantize_blockwise", ["strides", "fake", "compile"], ["transposed"]),
+        *(
+            f"{op}-opcheck-cpu-float32-transposed-no_grad"
+            for op in ("int8_vectorwise_quant", "quantize_blockwise", "dequantize_blockwise")
+            if OPCHECK_STRIDES
+        ),
+    ),
+    **_known(
+        findings.quantize_blockwise_never_picks_the_codes_nearest_zero,
+        *_every("quantize_blockwise", ["results"], ["contiguous", "transposed", "3-d"], FLOATS),
+    ),
+    **_known(
+        findings.default_kernels_mishandle_inputs_of_more_than_two_dimensions,
+        *_layout_cases("int8_vectorwise_quant", "3-d", FLOATS),
+        *_layout_cases("int8_vectorwise_dequant", "3-d"),
+        *_layout_cases("int8_mm_dequant", "3-d", FLOATS),
+    ),
+    **_known(
+        findings.int8_mm_dequant_scales_by_a_mistyped_constant,
+        *_every("int8_mm_dequant", ["results"], ["contiguous", "transposed", "bias"]),
+    ),
+    **_known(
+        findings.gemv_4bit_computes_something_else_on_an_avx512_bf16_cpu,
+        *_every("gemv_4bit", ["results"], ["nf4", "fp4"], FLOATS),
+        *_bad_dtype("gemv_4bit"),  # its A, of any dtype, made bfloat16
+    ),
+    **_known(
+        findings.gemv_4bit_aborts_the_process_for_8_outputs,
+        *_layout_cases("gemv_4bit", "nf4-n8", FLOATS),
+    ),
+    **_known(
+        findings.dequantize_4bit_compiles_again_for_every_shape,
+        "dequantize_4bit-dynamic-cpu-float32",
+        "dequantize_4bit-export-cpu-float32",
+    ),
+    **_known(
+        findings.out_overloads_have_no_cpu_kernel,
+        *_no_kernel("dequantize_blockwise_out", ["contiguous", "transposed", "3-d"], FLOATS),
+        "dequantize_blockwise_out-bad_input-cpu-out-internal-overlap",
+        *_no_kernel("dequantize_4bit_out", ["nf4", "fp4", "nf4-odd", "nf4-3-d"], FLOATS),
+    ),
+    **_known(
+        findings.int8_linear_matmul_out_sums_in_float32,
+        "int8_linear_matmul_out-results-cpu-int8-large-k",
+        # The same kernel serves int8_linear_matmul, but where bitsandbytes
+        # picks torch._int_mm (torch 2.6 on, on an AVX512 CPU).
+        *(
+            ["int8_linear_matmul-results-cpu-int8-large-k"]
+            if torch.backends.cpu.get_cpu_capability() != "AVX512"
+            else []
+        ),
+    ),
+    **_known(
+        findings.fake_kernels_and_kernels_refuse_different_inputs,
+        *_bad_dtype("quantize_blockwise"),
+        *_bad_dtype("quantize_4bit"),
+        *_bad_dtype("dequantize_blockwise"),
+        *_bad_dtype("int8_vectorwise_dequant"),
+        *_bad_dtype("int8_linear_matmul_out"),
+        *_bad_dtype("optimizer_update_32bit"),
+        "int8_linear_matmul_out-bad_input-cpu-out-internal-overlap",
+    ),
+    **_known(
+        findings.derivatives_come_out_zero_instead_of_an_error,
+        # Ops with kernels of their own raise in reverse mode (autograd's
+        # fallback records nothing); bitsandbytes' default kernels, made of
+        # torch ops, are differentiated through, with a warning.
+        *_silent_autodiff("quantize_blockwise", raising=["reverse"]),
+        *_silent_autodiff("dequantize_blockwise", raising=["reverse"]),
+        *_silent_autodiff("dequantize_4bit", raising=["reverse"]),
+        *_silent_autodiff("gemv_4bit", raising=["reverse"]),
+        *_silent_autodiff("quantize_4bit"),
+        *_silent_autodiff("int8_mm_dequant"),
+        *_silent_autodiff("int8_vectorwise_dequant"),
+        # An optional output (no outlier columns) has no batching rule.
+        *_silent_autodiff("int8_vectorwise_quant", raising=["vmap-grad"]),
+    ),
+}
+
+
+def _tests(name):
+    prefix = f"{SPECS[name].name}-"
+    known = {case: why for case, why in KNOWN.items() if case.startswith(prefix)}
+    return conformance_tests(SPECS[name], known_failures=known)
+
+
+test_int8_vectorwise_quant = _tests("int8_vectorwise_quant")
+test_int8_vectorwise_dequant = _tests("int8_vectorwise_dequant")
+test_int8_mm_dequant = _tests("int8_mm_dequant")
+test_int8_linear_matmul = _tests("int8_linear_matmul")
+test_int8_linear_matmul_out = _tests("int8_linear_matmul.out")
+test_quantize_blockwise = _tests("quantize_blockwise")
+test_dequantize_blockwise = _tests("dequantize_blockwise")
+test_dequantize_blockwise_out = _tests("dequantize_blockwise.out")
+test_quantize_4bit = _tests("quantize_4bit")
+test_dequantize_4bit = _tests("dequantize_4bit")
+test_dequantize_4bit_out = _tests("dequantize_4bit.out")
+test_gemv_4bit = _tests("gemv_4bit")
+test_optimizer_update_32bit = _tests("optimizer_update_32bit")
+
+
+# The warning that comes with the zero derivatives (torch's autograd
+# fallback): the finding is that there is no error.
+@pytest.mark.filterwarnings("ignore:.*an autograd kernel was not registered:UserWarning")
+@pytest.mark.parametrize("reproducer", findings.FINDINGS, ids=lambda f: f.__name__)
+def test_each_finding_reproduces_without_the_harness(reproducer):
+    """Each reproducer's assert fails where this machine shows the bug."""
+    if not findings.reproduces(reproducer):
+        reproducer()
+    else:
+        with pytest.raises(AssertionError):
+            reproducer()
