@@ -127,7 +127,7 @@ def sweep(device: str, threads: int, only, dtypes, n_log2: int) -> list:
     # torch 2.11's compile cache does not key on it: naming the count in
     # Inductor's config puts it in the key, so each thread count times a
     # kernel compiled for it (Note [Compile per thread count],
-    # docs/performance.md).
+    # docs/design_notes.md).
     torch._inductor.config.cpp.threads = threads if device == "cpu" else -1
     # Batches as long as 3 CPU calls (10 GPU calls) of the default size.
     calls = (10 if device == "cuda" else 3) * 2 ** max(0, SIZE_LOG2[device] - n_log2)

@@ -250,6 +250,13 @@ def assemble(kind_name: str, raw: str, out: str) -> str:
                 parts[part] = (f.read(), json.load(g))
     if not parts:
         raise SystemExit(f"no results in {raw}: run `make bench` first")
+    # One machine per page: the newest part's. A part kept from a run on
+    # another machine of the same kind is left out until it is rerun here.
+    newest = max(parts.values(), key=lambda p: p[1].get("date", ""))[1]["machine"]
+    for part, (_, record) in list(parts.items()):
+        if record["machine"] != newest:
+            print(f"left out of the page: {part}, which ran on {record['machine']}, not {newest}")
+            del parts[part]
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, f"{kind_name}.md")
     with open(path, "w", encoding="utf-8") as f:

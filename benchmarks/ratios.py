@@ -57,7 +57,7 @@ def measure(cases: dict, rounds: int = 40, calls: int = 2000, sync=None, samples
     the cases in a new random order (seeded, so runs repeat), and each batch
     starts with one untimed call, so that no case always pays for the state
     one particular case leaves behind (Note [Interleaved timing] in
-    docs/performance.md gives what each was worth).
+    docs/design_notes.md).
     """
     clock = time.thread_time_ns if sync is None else time.perf_counter_ns
     for fn in cases.values():

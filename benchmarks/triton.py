@@ -27,7 +27,7 @@ inside the A/A spread is a tie. Sections (``--sections``, all by default):
 
 Writes the Markdown tables to --out, stamped with the command, the commit
 (EXTENSION_CPP_COMMIT where the tree has no .git) and the date, under a
-summary of the C++ / Triton ratios and the A/A spread, and every number to
+summary of the Triton / C++ ratios and the A/A spread, and every number to
 --json. ``--device cpu`` (with TRITON_INTERPRET=1) runs the contiguous, layouts and per-call
 sections on the CPU, to try the script without a GPU: its numbers mean
 nothing.
@@ -422,8 +422,8 @@ def _span(values) -> str:
 
 
 def summary_lines(data: dict, layout_log2: int) -> list:
-    """A few lines read off the sections below (those that ran): C++ time
-    over Triton time (> 1: Triton is faster) unless a line says otherwise,
+    """A few lines read off the sections below (those that ran): Triton time
+    over C++ time (> 1: C++ is faster) unless a line says otherwise,
     and the spread of every A/A control."""
     lines, controls = [], []
     rows = data.get("contiguous")
@@ -431,18 +431,18 @@ def summary_lines(data: dict, layout_log2: int) -> list:
         metric = "kernel_us" if "kernel_us" in rows[0] else "call_us"
         how = "kernels alone" if metric == "kernel_us" else "whole calls"
         big = [r[metric] for r in rows if r["log2"] >= LAYOUT_LOG2]
-        ratios = [t[(op, "C++")] / t[(op, "Triton")] for t in big for op in OPS]
+        ratios = [t[(op, "Triton")] / t[(op, "C++")] for t in big for op in OPS]
         if ratios:
             lines.append(f"- contiguous, 2^{LAYOUT_LOG2} elements and more, {how}: {_span(ratios)}")
         smallest = rows[0]["log2"]
         calls = [r["call_us"] for r in rows if r["log2"] == smallest]
-        ratios = [t[(op, "C++")] / t[(op, "Triton")] for t in calls for op in OPS]
+        ratios = [t[(op, "Triton")] / t[(op, "C++")] for t in calls for op in OPS]
         lines.append(f"- contiguous, 2^{smallest} elements, whole calls: {_span(ratios)}")
         controls += [aa(r[m]) for r in rows for m in ("kernel_us", "call_us") if m in r]
     rows = data.get("layouts")
     if isinstance(rows, list):
         ratios = [
-            (r["us"][(op, "C++")] / r["us"][(op, "Triton")], op, r) for r in rows for op in OPS
+            (r["us"][(op, "Triton")] / r["us"][(op, "C++")], op, r) for r in rows for op in OPS
         ]
         _, op, r = min(ratios, key=lambda x: x[0])
         lines.append(
@@ -474,7 +474,7 @@ def summary_lines(data: dict, layout_log2: int) -> list:
         t = fused["us"]
         counts = ", ".join(f"{k} {len(v)}" for k, v in fused["kernels"].items())
         lines.append(
-            f"- `mymul(a, b).sin()` under torch.compile: {t['C++'] / t['Triton']:.2f}; "
+            f"- `mymul(a, b).sin()` under torch.compile: {t['Triton'] / t['C++']:.2f}; "
             f"kernels per call: {counts}"
         )
         controls.append(aa(t))
@@ -485,7 +485,7 @@ def summary_lines(data: dict, layout_log2: int) -> list:
     return [
         "## Summary",
         "",
-        "C++ time over Triton time (> 1: Triton is faster), read off the sections below:",
+        "Triton time over C++ time (> 1: C++ is faster), read off the sections below:",
         "",
         *lines,
         "",

@@ -46,6 +46,9 @@ autodoc_typehints = "signature"
 autodoc_member_order = "bysource"
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
+# "layouts, dtypes, devices: what to run on" stays one entry: as :param:
+# fields, napoleon would repeat the description under each name.
+napoleon_use_param = False
 
 # torch's own objects: the build runs offline, so there is no intersphinx
 # inventory for them. These are the only targets allowed to stay unresolved.

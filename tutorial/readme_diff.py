@@ -5,18 +5,24 @@
 
 The block sits between <!-- diff:begin --> and <!-- diff:end --> in
 tutorial/NN_*/README.md: the unified diff of every file the step changes,
-and a list of the files it adds, against the previous checkpoint.
+and a list of the files it adds, against the previous checkpoint. A long step
+shows part of it: <!-- diff:begin show=csrc/checks.h csrc/ops.cpp:mymul_cpu -->
+diffs checks.h whole and, of ops.cpp, the hunks that mention mymul_cpu (a
+comma-separated list of words); every other changed file is linked below the
+diff instead.
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import re
 import sys
 from pathlib import Path
 
 TUTORIAL = Path(__file__).resolve().parent
-BEGIN, END = "<!-- diff:begin -->", "<!-- diff:end -->"
+END = "<!-- diff:end -->"
+BEGIN = re.compile(r"<!-- diff:begin(?: show=([^>]*?))? -->")
 STAGES = ["01_define", "02_impl", "03_fake", "04_autograd", "05_mymul_backward", "06_stable_abi"]
 SKIP_PARTS = {"build", "__pycache__"}
 
@@ -31,15 +37,29 @@ def files(checkpoint: Path) -> dict[str, bytes]:
     return out
 
 
-def step_diff(stage: str) -> str:
+def _hunks(lines: list[str], words: list[str]) -> list[str]:
+    """The file header and the hunks of a unified diff that mention one of `words`."""
+    head, hunks = lines[:2], []
+    for line in lines[2:]:
+        if line.startswith("@@"):
+            hunks.append([])
+        hunks[-1].append(line)
+    return head + [line for h in hunks if any(w in "\n".join(h) for w in words) for line in h]
+
+
+def step_diff(stage: str, show: list[str] | None = None) -> str:
+    """The step's diff; with `show`, only those files (file or file:word,word)."""
     prev = STAGES[STAGES.index(stage) - 1]
     old, new = files(TUTORIAL / prev), files(TUTORIAL / stage)
-    lines = []
+    picked = dict(s.partition(":")[::2] for s in show) if show else None
+    lines, hidden = [], []
     added = [f for f in new if f not in old]
     removed = [f for f in old if f not in new]
     for name in sorted(set(old) & set(new) - {"README.md"}):
-        if old[name] != new[name]:
-            lines += difflib.unified_diff(
+        if old[name] == new[name]:
+            continue
+        diff = list(
+            difflib.unified_diff(
                 old[name].decode().splitlines(),
                 new[name].decode().splitlines(),
                 f"{prev}/{name}",
@@ -47,6 +67,14 @@ def step_diff(stage: str) -> str:
                 lineterm="",
                 n=1,  # one line of context: the change, not the file around it
             )
+        )
+        if picked is not None and name not in picked:
+            hidden.append(f"[`{name}`]({name})")
+            continue
+        if picked and picked[name]:
+            diff = _hunks(diff, picked[name].split(","))
+            hidden.append(f"the rest of [`{name}`]({name})")
+        lines += diff
     body = "\n".join(lines)
     text = ""
     if added:
@@ -55,15 +83,28 @@ def step_diff(stage: str) -> str:
         text += "Removed files: " + ", ".join(f"`{f}`" for f in removed) + ".\n\n"
     if body:
         text += "```diff\n" + body + "\n```\n"
+    if hidden:
+        text += (
+            "\nAlso changed, as described above: "
+            + ", ".join(hidden)
+            + f" (`diff -ru tutorial/{prev} tutorial/{stage}` shows them all).\n"
+        )
     return text
 
 
+def _show(readme: str) -> list[str] | None:
+    found = BEGIN.search(readme)
+    return found[1].split() if found and found[1] else None
+
+
 def block(stage: str) -> str:
-    return f"{BEGIN}\n{step_diff(stage)}{END}"
+    show = _show((TUTORIAL / stage / "README.md").read_text())
+    begin = f"<!-- diff:begin show={' '.join(show)} -->" if show else "<!-- diff:begin -->"
+    return f"{begin}\n{step_diff(stage, show)}{END}"
 
 
 def current(readme: str) -> str:
-    start, end = readme.index(BEGIN), readme.index(END) + len(END)
+    start, end = BEGIN.search(readme).start(), readme.index(END) + len(END)
     return readme[start:end]
 
 

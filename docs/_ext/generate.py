@@ -132,7 +132,9 @@ def _rewrite_links(text: str, folder: str, out_dir: str, tutorial: str) -> str:
         if rel[0] == "appendix" and len(rel) >= 2 and rel[2:] in ([], ["README.md"]):
             return f"[{label}](appendix_{rel[1]}.md)"
         if os.path.isfile(full):
-            return f"{{download}}`{label} <{os.path.relpath(full, out_dir)}>`"
+            # A Markdown link to a file that is not a page is a download in
+            # MyST; unlike the {download} role, its label may hold markup.
+            return f"[{label}]({os.path.relpath(full, out_dir)})"
         return f"{label} (`{os.path.relpath(full, os.path.dirname(tutorial))}`)"
 
     out, fenced = [], False
@@ -161,8 +163,7 @@ def _appendix_page(folder: str, out_dir: str, tutorial: str) -> str:
     lines += [_rewrite_links(readme, folder, out_dir, tutorial), ""]
     lines += _file_links(folder, out_dir, files, what)
     lines += [
-        "Its tests run in `make test`; the [conformance page](../../conformance.md) "
-        "gives the last recorded runs.",
+        "Its tests run in `make tutorial`.",
         "",
     ]
     _write(os.path.join(out_dir, f"{name}.md"), "\n".join(lines))
@@ -261,6 +262,142 @@ def _schemas_fragment() -> str:
 # Results pages, committed to docs/results/ (docs/results/README.md)
 
 
+# --------------------------------------------------------------------------
+# Stale results: a part measured before the last change to what it measures
+
+GPU_SCRIPT = "bash benchmarks/triton_gpu_run.sh on a GPU machine"
+
+# What a results page measures (a change there makes it stale) and how to
+# rerun it. Perf pages are split by part below.
+CODE = ("csrc", "extension_cpp", "harness", "setup.py", "build_options.py")
+KERNELS = ("csrc", "extension_cpp", "setup.py", "build_options.py")
+TRITON = "tutorial/appendix/triton"
+MEASURES = {
+    "tutorial_matrix.md": (("tutorial", *CODE), "make tutorial"),
+    "tutorial_matrix_gpu.md": (("tutorial", *CODE), "make tutorial on a GPU machine"),
+    "conformance.md": (CODE, "make test"),
+    "conformance-stable.md": ((*CODE, "stable"), "make test"),
+    "conformance-gpu.md": (CODE, "make test on a GPU machine"),
+    "compatibility.md": ((*CODE, "stable"), "make matrix"),
+    "compute-sanitizer.md": (KERNELS, "make compute-sanitizer on a GPU machine"),
+    "cpp_or_triton.md": ((*KERNELS, TRITON), GPU_SCRIPT),
+    "conformance-triton-gpu.md": (("harness", TRITON), GPU_SCRIPT),
+}
+# A perf page's parts (benchmarks/page.py's TITLES) and what each measures.
+PERF_PARTS = {
+    "Every layout": ("layouts", KERNELS),
+    "Whole calls, by size": ("ratios", KERNELS),
+    "Stable ABI against classic": ("stable", (*KERNELS, "stable")),
+    "Bandwidth": ("bandwidth", KERNELS),
+}
+_STAMP = re.compile(r"at commit `([0-9a-f]{7,40})")
+_DATE = re.compile(r"\b(20\d\d-\d\d-\d\d)\b")
+# A perf part's stamp line ends "; <machine>, torch <version>."
+_MACHINE = re.compile(r"\d\d(?: \d\d:\d\d UTC)?; (.+?), torch \S+\.$", re.M)
+# Found at build time, printed with the word count: (page and part, why, rerun).
+STALE: list[tuple[str, str, str]] = []
+
+
+def _git(repo: str, *args: str) -> str | None:
+    try:
+        return subprocess.run(
+            ["git", *args], cwd=repo, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def changed_since(commit: str, paths: tuple[str, ...], repo: str = REPO) -> str | None:
+    """Why results measured at `commit` are stale, or None if they are not:
+    the commits since it that changed `paths`, or that it is not in the history."""
+    if _git(repo, "rev-parse", "-q", "--verify", f"{commit}^{{commit}}") is None:
+        return f"its commit `{commit}` is not in this checkout's history"
+    log = _git(repo, "log", "--no-merges", "--format=%h %cs", f"{commit}..HEAD", "--", *paths)
+    if not log:
+        return None
+    commits = log.splitlines()
+    last, date = commits[0].split()
+    s = "s" if len(commits) > 1 else ""
+    return (
+        f"{len(commits)} commit{s} since `{commit}` changed what it measures "
+        f"(the last `{last}`, {date})"
+    )
+
+
+def _mark(why: str, command: str) -> str:
+    """A warning at the top of a stale part: why, and the command that reruns it."""
+    return f":::{{warning}}\n**Stale**: {why.split(' (the last')[0]}. Rerun: `{command}`.\n:::\n"
+
+
+def _split_parts(text: str) -> list[list[str]]:
+    """The page's lines cut at each level-2 heading: the preamble, then the parts."""
+    parts: list[list[str]] = [[]]
+    for line in text.splitlines():
+        if line.startswith("## "):
+            parts.append([])
+        parts[-1].append(line)
+    return parts
+
+
+def mark_stale(name: str, text: str, repo: str = REPO) -> tuple[str, list[tuple[str, str, str]]]:
+    """The results page `name` (relative to docs/results/) with a warning on each
+    stale part, and those parts: (page and part, why, how to rerun). A part is
+    stale when its stamped commit predates a change to the code it measures, or,
+    on a perf page (one machine each), when it ran on another machine than the
+    page's newest part."""
+    if _git(repo, "rev-parse", "HEAD") is None:
+        return text, []  # not a git checkout: nothing to compare with
+    perf = name.startswith("perf/")
+    cuda = perf and os.path.basename(name) == "cuda.md"
+    parts = _split_parts(text)
+    stamps = []  # (index, heading, commit, date, machine)
+    for i, lines in enumerate(parts):
+        body = "\n".join(lines)
+        commit = _STAMP.search(body)
+        if commit:
+            heading = lines[0][3:].split(" (")[0].strip() if lines[0].startswith("## ") else ""
+            date = _DATE.search(body[commit.end() :])
+            machine = _MACHINE.search(body) if perf else None
+            stamps.append(
+                (i, heading, commit[1], date[1] if date else "", machine[1] if machine else "")
+            )
+    newest = max(stamps, key=lambda s: s[3])[4] if perf and stamps else ""
+    found = []
+    for i, heading, commit, _, machine in stamps:
+        if perf:
+            part, paths = PERF_PARTS.get(heading, (None, KERNELS))
+            command = "make bench BENCH_OUT=docs/results/perf"
+            command += " BENCH_DEVICE=cuda" if cuda else ""
+            command += f" BENCH_PARTS={part}" if part else ""
+            cores = re.search(r"cpu-(\d+)cores", name)
+            command += (
+                " on a GPU machine" if cuda else f" on a {cores[1]}-core CPU" if cores else ""
+            )
+        else:
+            paths, command = MEASURES.get(name, (CODE, "see docs/results/README.md"))
+        reasons = [r for r in [changed_since(commit, paths, repo)] if r]
+        if machine and newest and machine != newest:
+            reasons.append(f"it ran on {machine}, the rest of this page on {newest}")
+        if not reasons:
+            continue
+        why = "; ".join(reasons)
+        found.append((f"{name}" + (f", {heading}" if heading else ""), why, command))
+        lines = parts[i]
+        at = 1 if lines and lines[0].startswith("#") else 0
+        parts[i] = [*lines[:at], *([""] if at else []), _mark(why, command), *lines[at:]]
+    return "\n".join(line for lines in parts for line in lines) + "\n", found
+
+
+def _results_copy(name: str) -> str:
+    """docs/results/<name>, stale parts marked, as a fragment; returns its path."""
+    with open(os.path.join(RESULTS, name), encoding="utf-8") as f:
+        text, found = mark_stale(name, f.read())
+    STALE.extend(found)
+    path = os.path.join(GENERATED, "fragments", "results", name)
+    _write(path, text)
+    return path
+
+
 def _from_srcdir(path: str) -> str:
     """A path Sphinx reads relative to docs/, whichever page includes the fragment."""
     return "/" + os.path.relpath(path, DOCS).replace(os.sep, "/")
@@ -270,7 +407,7 @@ def _include_or_missing(name: str, what: str, command: str) -> str:
     path = os.path.join(RESULTS, name)
     if not os.path.exists(path):
         return _missing(what, path, command)
-    return f"```{{include}} {_from_srcdir(path)}\n```\n"
+    return f"```{{include}} {_from_srcdir(_results_copy(name))}\n```\n"
 
 
 def _tutorial_matrix_fragment() -> str:
@@ -284,7 +421,29 @@ def _tutorial_matrix_fragment() -> str:
     ):
         body = _include_or_missing(name, "The tutorial stage matrix", command)
         sections.append(f"**{title}:**\n\n::::{{container}} stage-matrix\n{body}::::\n")
+    _share_footnotes(
+        os.path.join(GENERATED, "fragments", "results", "tutorial_matrix.md"),
+        os.path.join(GENERATED, "fragments", "results", "tutorial_matrix_gpu.md"),
+    )
     return "\n".join(sections)
+
+
+def _share_footnotes(first: str, second: str, prefix: str = "gpu-") -> None:
+    """The second table's footnotes that say what the first's say (same text
+    under its label less the prefix) point at the first's; the page shows each
+    reason once."""
+    if not (os.path.exists(first) and os.path.exists(second)):
+        return
+    with open(first, encoding="utf-8") as f:
+        notes = dict(re.findall(r"^\[\^([\w-]+)\]: (.*)$", f.read(), re.M))
+    with open(second, encoding="utf-8") as f:
+        text = f.read()
+    for label, body in re.findall(r"^\[\^([\w-]+)\]: (.*)$", text, re.M):
+        shared = label.removeprefix(prefix)
+        if label != shared and notes.get(shared) == body:
+            text = re.sub(rf"^\[\^{re.escape(label)}\]: .*\n+", "", text, flags=re.M)
+            text = text.replace(f"[^{label}]", f"[^{shared}]")
+    _write(second, text)
 
 
 def _conformance_fragment() -> str:
@@ -313,10 +472,11 @@ def _machine_pages(perf: str) -> list[str]:
 def _results_page(table: str) -> str:
     """A page of its own for one machine's benchmark results (its H1 is the title)."""
     name = os.path.splitext(os.path.basename(table))[0]
+    copy = _results_copy(os.path.relpath(table, RESULTS))
     lines = [
         f"% Generated by docs/_ext/generate.py from {os.path.relpath(table, REPO)}. Do not edit.",
         "",
-        f"```{{include}} {_from_srcdir(table)}\n```",
+        f"```{{include}} {_from_srcdir(copy)}\n```",
         "",
     ]
     _write(os.path.join(GENERATED, "results", f"{name}.md"), "\n".join(lines))
@@ -330,7 +490,7 @@ def _performance_fragment() -> str:
     if not tables:
         return _missing("The benchmark results", perf, "make bench")
     pages = [_results_page(t) for t in tables]
-    return "```{toctree}\n:maxdepth: 1\n\n" + "\n".join(pages) + "\n```\n"
+    return "```{toctree}\n:maxdepth: 1\n\n" + "\n".join([*pages, "/design_notes"]) + "\n```\n"
 
 
 def _performance_headline() -> str:
@@ -351,12 +511,13 @@ def _performance_headline() -> str:
         link = f"{{doc}}`{title[1] if title else name} </_generated/results/{name}>`"
         link += f" ({machine[1]})" if machine else ""
         lines += [f"**{link}:**", ""]
+        stale = mark_stale(os.path.relpath(table, RESULTS), text)[1]
+        if stale:
+            parts = ", ".join(s[0].split(", ", 1)[-1] for s in stale)
+            lines += [f"*Stale parts on that page: {parts}.*", ""]
         lines += rows or ["(no layout sweep on this page)"]
         lines.append("")
     return "\n".join(lines)
-
-
-GPU_SCRIPT = "bash benchmarks/triton_gpu_run.sh on a GPU machine"
 
 
 def _cpp_or_triton_fragment() -> str:
@@ -366,7 +527,7 @@ def _cpp_or_triton_fragment() -> str:
     if not os.path.exists(path):
         return _missing("The side-by-side measurements", path, GPU_SCRIPT)
     return (
-        f"```{{include}} {_from_srcdir(path)}\n:heading-offset: 1\n"
+        f"```{{include}} {_from_srcdir(_results_copy('cpp_or_triton.md'))}\n:heading-offset: 1\n"
         ":end-before: '## Contiguous tensors'\n```\n"
     )
 
@@ -376,7 +537,8 @@ def _conformance_triton_fragment() -> str:
     path = os.path.join(RESULTS, "conformance-triton-gpu.md")
     if not os.path.exists(path):
         return _missing("The Triton ops' harness results", path, GPU_SCRIPT)
-    return f"```{{include}} {_from_srcdir(path)}\n:end-before: '| test file |'\n```\n"
+    copy = _results_copy("conformance-triton-gpu.md")
+    return f"```{{include}} {_from_srcdir(copy)}\n:end-before: '| test file |'\n```\n"
 
 
 def _docnames_in(pieces: dict[str, str]) -> list[str]:
@@ -385,6 +547,7 @@ def _docnames_in(pieces: dict[str, str]) -> list[str]:
 
 def generate(app: Sphinx) -> None:
     fragments = os.path.join(GENERATED, "fragments")
+    STALE.clear()
     tutorial_dir = os.path.abspath(app.config.tutorial_dir)
     readme, toc = _tutorial_pages(tutorial_dir)
     pieces = {
@@ -396,6 +559,9 @@ def generate(app: Sphinx) -> None:
             "compatibility.md", "The Python x torch compatibility table", "make matrix"
         ),
         "conformance.md": _conformance_fragment(),
+        "compute_sanitizer.md": _include_or_missing(
+            "compute-sanitizer.md", "The compute-sanitizer results", "make compute-sanitizer"
+        ),
         "performance.md": _performance_fragment(),
         "performance_headline.md": _performance_headline(),
         "cpp_or_triton.md": _cpp_or_triton_fragment(),
@@ -412,7 +578,7 @@ def generate(app: Sphinx) -> None:
         _write(os.path.join(fragments, name), text)
         written.add(name)
     for f in os.listdir(fragments):
-        if f not in written:
+        if f not in written and f != "results":  # results/: the marked copies
             os.remove(os.path.join(fragments, f))
 
 
@@ -420,6 +586,7 @@ def generate(app: Sphinx) -> None:
 # Word count
 
 WORDCOUNT = "wordcount.json"
+STALE_JSON = "stale.json"  # the stale results parts the build found
 # Sphinx's own pages, which nobody reads through.
 NOT_READ = {"genindex.html", "search.html", "py-modindex.html"}
 
@@ -484,6 +651,13 @@ def report_words(app: Sphinx, exception: Exception | None) -> None:
     path = os.path.join(os.path.dirname(app.doctreedir), WORDCOUNT)
     with open(path, "w", encoding="utf-8") as f:
         json.dump({"total": total, "pages": counts}, f, indent=1)
+    stale = sorted(set(STALE))
+    for part, why, command in stale:
+        print(f"docs: STALE results: {part}: {why}; rerun: {command}")
+    if stale:
+        print(f"docs: {len(stale)} stale results parts, marked on their pages")
+    with open(os.path.join(os.path.dirname(app.doctreedir), STALE_JSON), "w") as f:
+        json.dump([{"part": p, "why": w, "rerun": c} for p, w, c in stale], f, indent=1)
 
 
 def setup(app: Sphinx) -> dict:

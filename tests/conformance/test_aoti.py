@@ -67,8 +67,8 @@ RUNTIME_ONLY = ("_ZNSo9_M_insertIlEERSoT_", "_ZNSt6locale7classicEv")
 def _shared_cxx_runtime(tmp_path) -> dict:
     """Where the compiler Inductor uses ($CXX) puts a copy of libstdc++ into
     the libraries it builds and exports it (one that has only the static
-    runtime), the documented workaround (docs/troubleshooting.md, "Static
-    libstdc++"): the process that loads the compiled package preloads the
+    runtime), the documented workaround (docs/troubleshooting.md, "A segfault
+    instead of the error message"): the process that loads the compiled package preloads the
     libstdc++.so.6 this one runs with, so the package's copy is not mixed
     with torch's. Elsewhere nothing. Found by building a small library."""
     cxx = os.environ.get("CXX", "g++")

@@ -4,8 +4,7 @@
 (outside torch.func transforms), so everything the OpOverload does happens:
 ``__torch_function__`` for subclasses, modes and FX proxies sees it, tracers
 record it, and compile and export (both strict and non-strict) put it in
-their graphs. (An earlier version called the private C++ entry behind the
-OpOverload to save about 0.2 us a call; docs/performance.md says why it went.)
+their graphs.
 """
 
 from __future__ import annotations

@@ -114,3 +114,21 @@ def test_whole_call_tables_fold_to_one_row_per_size():
 def test_no_results_is_an_error(tmp_path):
     with pytest.raises(SystemExit, match="make bench"):
         bench.assemble("cpu-2cores", str(tmp_path), str(tmp_path / "out"))
+
+
+def test_page_keeps_one_machine(tmp_path, capsys):
+    """A part last run on another machine of the same kind is left out, named."""
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "layouts.md").write_text(LAYOUTS)
+    (raw / "layouts.json").write_text(json.dumps(STAMP | {"date": "2026-01-03 00:00 UTC"}))
+    (raw / "ratios.md").write_text(RATIOS)
+    other = {"date": "2026-01-02 00:00 UTC", "machine": "Other CPU, 2 cores"}
+    (raw / "ratios.json").write_text(json.dumps(STAMP | other))
+    page = Path(bench.assemble("cpu-2cores", str(raw), str(tmp_path / "out"))).read_text()
+    assert "## Every layout" in page
+    assert "## Whole calls" not in page
+    assert "Other CPU" not in page
+    assert (
+        "left out of the page: ratios, which ran on Other CPU, 2 cores" in capsys.readouterr().out
+    )

@@ -57,7 +57,7 @@ def test_one_page_per_checkpoint_links_its_files(tutorial, tmp_path) -> None:
 def test_readme_links_point_at_the_site(tutorial, tmp_path) -> None:
     generate._tutorial_pages(str(tutorial))
     first = (tmp_path / "_generated" / "tutorial" / "01_define.md").read_text()
-    assert "{download}`ops.cpp <../../tutorial/01_define/csrc/ops.cpp>`" in first
+    assert "[ops.cpp](../../tutorial/01_define/csrc/ops.cpp)" in first
     assert "[next](02_impl.md)" in first
     assert "[the tutorial](../../tutorial/index.md#building)" in first
     second = (tmp_path / "_generated" / "tutorial" / "02_impl.md").read_text()
@@ -167,3 +167,106 @@ def test_compatibility_page_needs_one_wheel_file_per_track(tmp_path):
     md = render_results.render_compatibility(render_results.matrix_cells(str(tmp_path)))
     assert "FAIL: 2 files" in md
     assert "| pass |" not in md
+# --------------------------------------------------------------------------
+# Stale results
+
+
+def _git(repo, *args: str) -> str:
+    import subprocess
+
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t")
+    env["GIT_COMMITTER_EMAIL"] = "t@t"
+    return subprocess.run(
+        ["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+@pytest.fixture
+def history(tmp_path):
+    """A repository whose kernel changed once after a first commit, then its docs."""
+    _write(tmp_path / "csrc" / "ops.cpp", "// v1\n")
+    _write(tmp_path / "docs" / "index.md", "# docs\n")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-qm", "v1")
+    first = _git(tmp_path, "rev-parse", "--short=10", "HEAD")
+    _write(tmp_path / "csrc" / "ops.cpp", "// v2\n")
+    _git(tmp_path, "commit", "-qam", "v2")
+    code = _git(tmp_path, "rev-parse", "--short=10", "HEAD")
+    _write(tmp_path / "docs" / "index.md", "# docs, edited\n")
+    _git(tmp_path, "commit", "-qam", "docs only")
+    return tmp_path, first, code
+
+
+def test_results_measured_before_a_code_change_are_marked(history) -> None:
+    repo, first, code = history
+    page = f"`make test` at commit `{first}`, 2026-01-02 03:04 UTC: 5 s of tests.\n\n| a |\n"
+    text, found = generate.mark_stale("conformance.md", page, str(repo))
+    assert len(found) == 1, found
+    part, why, rerun = found[0]
+    assert part == "conformance.md"
+    assert rerun == "make test"
+    assert f"1 commit since `{first}`" in why
+    assert f"the last `{code[:7]}" in why
+    assert text.startswith(":::{warning}\n**Stale**: 1 commit since"), text
+    # A change outside what the page measures (docs/) leaves it current.
+    current = page.replace(first, code)
+    assert generate.mark_stale("conformance.md", current, str(repo)) == (current, [])
+    # A commit that is not in the history can't be judged current.
+    unknown = page.replace(first, "0123456789")
+    assert (
+        "not in this checkout's history"
+        in generate.mark_stale("conformance.md", unknown, str(repo))[1][0][1]
+    )
+
+
+def test_perf_parts_are_judged_alone_and_on_one_machine(history) -> None:
+    repo, first, head = history
+    stamp = (
+        "`python -m benchmarks.{}` at commit `{}`, 2026-01-0{}; CPU {}, 2 cores, torch 2.14.1."
+    )
+    page = "\n".join(
+        [
+            "# Results: 2-core CPU",
+            "",
+            "## Every layout",
+            "",
+            stamp.format("layouts", head, 3, "A"),
+            "",
+            "## Whole calls, by size",
+            "",
+            stamp.format("ratios", head, 2, "B"),
+            "",
+            "## Stable ABI against classic",
+            "",
+            stamp.format("stable", first, 3, "A"),
+        ]
+    )
+    text, found = generate.mark_stale("perf/cpu-2cores.md", page, str(repo))
+    assert [f[0] for f in found] == [
+        "perf/cpu-2cores.md, Whole calls, by size",
+        "perf/cpu-2cores.md, Stable ABI against classic",
+    ]
+    assert "it ran on CPU B, 2 cores, the rest of this page on CPU A, 2 cores" in found[0][1]
+    assert (
+        found[0][2] == "make bench BENCH_OUT=docs/results/perf BENCH_PARTS=ratios on a 2-core CPU"
+    )
+    assert "1 commit since" in found[1][1]
+    # Each mark sits under its part's heading; the current part has none.
+    layouts, ratios = text.split("## Whole calls, by size")
+    assert "Stale" not in layouts
+    assert ratios.lstrip().startswith(":::{warning}")
+
+
+def test_second_matrix_shares_the_first_ones_footnotes(tmp_path) -> None:
+    first, second = tmp_path / "a.md", tmp_path / "b.md"
+    first.write_text("| 01 | ✗[^no-cpu] |\n\n[^no-cpu]: **no CPU kernel**: `E`\n")
+    second.write_text(
+        "| 01 | ✗[^gpu-no-cpu] | ✗[^gpu-no-cuda] |\n\n"
+        "[^gpu-no-cpu]: **no CPU kernel**: `E`\n\n[^gpu-no-cuda]: **no CUDA kernel**: `F`\n"
+    )
+    generate._share_footnotes(str(first), str(second))
+    text = second.read_text()
+    assert "| 01 | ✗[^no-cpu] | ✗[^gpu-no-cuda] |" in text
+    assert "[^gpu-no-cpu]" not in text
+    assert "[^gpu-no-cuda]: **no CUDA kernel**: `F`" in text

@@ -4,7 +4,7 @@ A kernel can be right and still leave bandwidth on the table: passing a
 vector from global memory to the compute function by reference once made
 nvcc split each 16-byte load into eight 2-byte loads for float16 and
 bfloat16, at a large cost in speed and with every correctness test green
-(Note [CUDA block shape] on the Performance page). This compiles
+(Note [16-byte accesses] in docs/design_notes.md). This compiles
 csrc/cuda/ops_cuda.cu with the fast kernels (csrc/fast/cuda/) to PTX for
 sm_90 with the CUDA toolkit that builds the extension, and checks that each
 vectorised contiguous kernel moves whole 16-byte vectors: one load per input

@@ -106,6 +106,25 @@ def test_readme_diff_is_the_real_diff(stage):
     )
 
 
+@pytest.mark.parametrize("stage", matrix.STAGES[1:])
+def test_readme_diff_shows_or_links_every_changed_file(stage):
+    """A README may show part of a long step's diff (show= on its diff:begin
+    line); each file it leaves out, or shows in part, is linked below it."""
+    prev = matrix.STAGES[matrix.STAGES.index(stage) - 1]
+    shown = readme_diff.current((TUTORIAL / stage / "README.md").read_text())
+    for name in matrix.STEP_FILES[stage]:
+        if name not in readme_diff.files(TUTORIAL / prev):
+            assert f"`{name}`" in shown, f"{stage}: the new file {name} is not named"
+            continue
+        old = readme_diff.files(TUTORIAL / prev)[name].decode().splitlines()
+        new = readme_diff.files(TUTORIAL / stage)[name].decode().splitlines()
+        changed = [line for line in readme_diff.difflib.ndiff(old, new) if line[:2] in ("- ", "+ ")]
+        whole = all(line[0] + line[2:] in shown.splitlines() for line in changed)
+        assert whole or f"[`{name}`]({name})" in shown, (
+            f"{stage}: {name} is neither shown nor linked"
+        )
+
+
 def _words(text: str) -> str:
     return re.sub(r"\s+", " ", text)
 

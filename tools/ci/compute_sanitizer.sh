@@ -46,6 +46,7 @@ declare -A extra=(
 )
 failed=0
 summary=()
+rows=()
 for tool in $TOOLS; do
   log="$OUT/$tool.log"
   echo "==> compute-sanitizer --tool $tool (log: $log)"
@@ -54,8 +55,8 @@ for tool in $TOOLS; do
   PYTORCH_NO_CUDA_MEMORY_CACHING=1 "$SANITIZER" --tool "$tool" ${extra[$tool]} \
     --error-exitcode 99 --log-file "$log" \
     "$PY" -m pytest tests/conformance -m cuda -p no:cacheprovider -q \
-    --ignore-glob='tests/conformance/test_wheel*.py' "$@"
-  status=$?
+    --ignore-glob='tests/conformance/test_wheel*.py' "$@" | tee "$OUT/$tool.pytest.txt"
+  status=${PIPESTATUS[0]}
   set -e
   # memcheck, initcheck and synccheck end with "ERROR SUMMARY: N errors",
   # racecheck with "RACECHECK SUMMARY: N hazards displayed (E errors, W
@@ -64,9 +65,20 @@ for tool in $TOOLS; do
   errors=$({ grep -hoE 'ERROR SUMMARY: [0-9]+ error|hazards displayed \([0-9]+ error' "$log" ||
     true; } | grep -oE '[0-9]+ error' | awk '{s += $1; n++} END {print n ? s : 1}')
   summary+=("$tool: exit $status, $errors errors reported")
+  # The results page's row: pytest's last line (its counts) and the errors.
+  rows+=("| $tool | $(tail -n 1 "$OUT/$tool.pytest.txt" | tr -d '=' | xargs) | $errors |")
   if [ "$status" -ne 0 ] || [ "$errors" -ne 0 ]; then
     failed=1
   fi
 done
 printf '%s\n' "==> summary" "${summary[@]}" | tee "$OUT/summary.txt"
+# The stamped page for the docs (docs/results/README.md says how it gets there).
+command="tools/ci/compute_sanitizer.sh${*:+ $*}"
+{
+  PYTHONPATH=docs "$PY" -c 'import sys, torch, render_results as r
+print(f"{r.stamp_line(r.stamp(sys.argv[1]))}; {torch.cuda.get_device_name()}, torch {torch.__version__}, {sys.argv[2]}.")' \
+    "$command" "$("$SANITIZER" --version | grep -oE 'Version [0-9.]+' | head -n 1 | sed 's/Version /compute-sanitizer /')"
+  printf '%s\n' "" "| tool | pytest | errors reported |" "| --- | --- | --- |" "${rows[@]}"
+} > "$OUT/compute-sanitizer.md"
+echo "wrote $OUT/compute-sanitizer.md"
 exit "$failed"

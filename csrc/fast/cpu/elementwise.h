@@ -9,8 +9,8 @@
 //     register_transposes.h;
 //   * other transposed inputs: buffered tiles, tiles.h;
 //   * anything else: strided_loop.h, a run at a time.
-// Why each exists, and what it measured against PyTorch and torch.compile:
-// the Performance page's notes.
+// Why each exists: the notes of docs/design_notes.md; what each measures
+// against PyTorch and torch.compile: the results pages.
 #pragma once
 
 #include <cstdint>

@@ -5,7 +5,7 @@
 // op runs on the buffers, and the result is rounded back to nearest even,
 // exactly as c10::Half and c10::BFloat16 round. Converting a block at once
 // lets the compiler vectorise what c10's types do one element at a time
-// (see Note [Half conversions] on the Performance page).
+// (see Note [Half conversions] in the docs' design notes).
 #pragma once
 
 #include <cstdint>

@@ -6,8 +6,8 @@
 // the best level the CPU has is picked once per process, capped by ATen's own
 // CPU capability (torch.backends.cpu.get_cpu_capability(), which follows the
 // ATEN_CPU_CAPABILITY environment variable): ATEN_CPU_CAPABILITY=default runs
-// and tests the baseline loops on any machine. See Note [No FMA] on the
-// Performance page for why no level fuses a * b + c.
+// and tests the baseline loops on any machine. See Note [No FMA] (docs'
+// design notes) for why no level fuses a * b + c.
 #pragma once
 
 #include <cctype>

@@ -2,7 +2,7 @@
 //
 // The run loop's vector body: two vectors of each input loaded before either
 // result is stored, which the compiler's own vectorisation of the plain loop
-// does not do (Note [Two vectors a step] on the Performance page). Written
+// does not do (Note [Two vectors a step] in the docs' design notes). Written
 // with GCC's and Clang's vector extension, so one body compiles for SSE2,
 // AVX2 and AVX-512 alike; other compilers take the plain loop.
 #pragma once
