@@ -167,6 +167,8 @@ def test_compatibility_page_needs_one_wheel_file_per_track(tmp_path):
     md = render_results.render_compatibility(render_results.matrix_cells(str(tmp_path)))
     assert "FAIL: 2 files" in md
     assert "| pass |" not in md
+
+
 # --------------------------------------------------------------------------
 # Stale results
 
@@ -222,9 +224,7 @@ def test_results_measured_before_a_code_change_are_marked(history) -> None:
 
 def test_perf_parts_are_judged_alone_and_on_one_machine(history) -> None:
     repo, first, head = history
-    stamp = (
-        "`python -m benchmarks.{}` at commit `{}`, 2026-01-0{}; CPU {}, 2 cores, torch 2.14.1."
-    )
+    stamp = "`python -m benchmarks.{}` at commit `{}`, 2026-01-0{}; CPU {}, 2 cores, torch 2.14.1."
     page = "\n".join(
         [
             "# Results: 2-core CPU",
