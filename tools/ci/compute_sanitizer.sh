@@ -20,7 +20,7 @@
 #   - racecheck checks shared memory only, which the tiled kernel uses; it
 #     must report 0 hazards.
 set -euo pipefail
-cd "$(dirname "$0")/../..
+cd "$(dirname "$0")/../.."
 REPO=$(pwd)
 PY=${PY:-$REPO/.venv/bin/python}
 OUT=${OUT:-$REPO/build/compute-sanitizer}
