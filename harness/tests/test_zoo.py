@@ -342,7 +342,8 @@ test_quantize = conformance_tests(zoo.load()["two_codes_off_quantize"])
 
 def test_cases_in_the_worker_see_the_tests_warning_filters_and_rng(tmp_path):
     """The same failures, word for word, in the worker and in pytest's
-    process: the warning turned into an error by -W, and the quantizer's
+    process: the kernel's warning turned into an error by -W (that one alone: another
+    plugin's UserWarning must not end the child's session), and the quantizer's
     codes, which the seeded RNG draws."""
     module = tmp_path / "test_worker_state.py"
     module.write_text(WORKER_STATE)
@@ -350,7 +351,7 @@ def test_cases_in_the_worker_see_the_tests_warning_filters_and_rng(tmp_path):
     for isolate in ("1", "0"):
         proc = run_python(
             ["-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "-W"]
-            + ["error::UserWarning", "-q", str(module)],
+            + ["error:warning_mul:UserWarning", "-q", str(module)],
             cwd=tmp_path,
             env={"EXTENSION_CPP_TESTING_ISOLATE": isolate},
         )

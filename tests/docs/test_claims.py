@@ -612,15 +612,6 @@ def _check_counts() -> dict[str, int]:
     return {d: sum(f"-{d}" in i for i in ids) for d in ("cpu", "cuda")}
 
 
-# check_your_op.md belongs to the harness work in progress: its fix (say "181
-# checks on the CPU and 183 on a GPU", "nine bugs") lands with it; strict, so
-# the mark must go when it does.
-PAGE_FIX_PENDING = pytest.mark.xfail(
-    strict=True, reason="docs/check_your_op.md still says it; fixed with the harness page rewrite"
-)
-
-
-@PAGE_FIX_PENDING
 def test_check_your_op_states_the_number_of_checks_per_device():
     """ "181 checks on the CPU and as many on a GPU": a GPU adds cuda_graph and
     side_stream."""
@@ -634,7 +625,6 @@ def test_check_your_op_states_the_number_of_checks_per_device():
     assert gpu == counts["cuda"], f"{claim[0]!r}; the example has {counts}"
 
 
-@PAGE_FIX_PENDING
 def test_pages_count_the_torchvision_findings_there_are():
     """Check your own op said six bugs in torchvision; the findings page and its
     reproducers have nine."""

@@ -157,7 +157,7 @@ TOP_LEVEL = [
     "Every autodiff mode",
     "Copy this for your own op",
     "Check your own op in ten lines",
-    "What the harness found in torchvision",
+    "What the harness found",
     "Classic or stable ABI?",
     "C++/CUDA or Triton?",
     "Ship wheels for your package",
