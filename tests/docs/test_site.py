@@ -501,13 +501,15 @@ def test_matrix_fits_1280px(site: str, chromium: str, tmp_path) -> None:
 
 
 def _screenshot_pages() -> list[str]:
-    """The pages a newcomer meets first, and the one with the widest table."""
+    """The pages a newcomer meets first, the one with the widest table, and the
+    choice of ABI."""
     return [
         "index.html",
         "getting_started.html",
         "tutorial/index.html",
         "_generated/tutorial/03_fake.html",
         "performance.html",
+        "stable_abi.html",
     ]
 
 
