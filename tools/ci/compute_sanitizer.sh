@@ -33,8 +33,8 @@ mkdir -p "$OUT"
 
 # No --leak-check for memcheck: in a Python process, tensors the interpreter
 # never frees before exit (pytest's parameters, module globals) are reported
-# as leaks, one error each, and they are not ours (measured on an H100: 113
-# "leaks", all torch allocations alive at exit, for 28 kernel-path cases).
+# as leaks, one error each, and they are not ours: every "leak" is a torch
+# allocation still alive at exit.
 # initcheck needs no options: --track-unused-memory is off by default, and in
 # compute-sanitizer 2025.3 it takes no value (a "no" after it is read as the
 # program to run).
