@@ -81,18 +81,18 @@ step() {
 
 {
   echo "host: $(hostname), GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
-  $PY -c 'import torch, triton; print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, Triton {triton.__version__}")'
+  "$PY" -c 'import torch, triton; print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, Triton {triton.__version__}")'
 } | tee -a "$OUT/summary.txt"
 
 BUILD_SECONDS=
 if wants build; then
   # The harness (pure Python, not timed), which the tests' conftest loads.
   echo "==> the harness (harness/)"
-  $PY -m pip install -q --no-build-isolation --no-deps -e harness/ >>"$OUT/summary.txt" 2>&1 ||
+  "$PY" -m pip install -q --no-build-isolation --no-deps -e harness/ >>"$OUT/summary.txt" 2>&1 ||
     { echo "harness: FAILED to install" | tee -a "$OUT/summary.txt"; FAILED=1; }
   # From a clean build folder, so that the time is a whole build's.
   rm -rf build/temp-fast
-  if step build 180 $PY -m pip install --no-build-isolation --no-deps -e .; then
+  if step build 180 "$PY" -m pip install --no-build-isolation --no-deps -e .; then
     BUILD_SECONDS=$(cat "$SECONDS_DIR/build")
   fi
 fi
@@ -103,14 +103,14 @@ PIDS=()
 if wants tests; then
   # pytest-xdist where installed: the harness's compiles are independent.
   XDIST=()
-  $PY -c 'import xdist' 2>/dev/null && XDIST=(-n 12 -p no:benchmark)
-  EXTENSION_CPP_HUGE=1 step tests 200 $PY -m pytest tests/tutorial/test_triton.py \
+  "$PY" -c 'import xdist' 2>/dev/null && XDIST=(-n 12 -p no:benchmark)
+  EXTENSION_CPP_HUGE=1 step tests 200 "$PY" -m pytest tests/tutorial/test_triton.py \
     tests/tutorial/test_tutorial_appendix.py -k triton -p no:cacheprovider -q -rfE \
     "${XDIST[@]}" --junitxml="$OUT/conformance-triton-gpu.xml" &
   PIDS+=($!)
 fi
 if wants aoti; then
-  step aoti 200 $PY -m pytest tests/conformance/test_aoti.py -k triton -p no:cacheprovider \
+  step aoti 200 "$PY" -m pytest tests/conformance/test_aoti.py -k triton -p no:cacheprovider \
     -q -s -rfE &
   PIDS+=($!)
 fi
@@ -121,7 +121,7 @@ done
 # Last, on a quiet machine, with what is left of the budget: it writes its
 # tables section by section, the longest last, so a cut run keeps the rest.
 if wants bench; then
-  step bench 300 env PYTHONPATH=tutorial/appendix/triton $PY -m benchmarks.triton --out "$OUT/cpp_or_triton.md" \
+  step bench 300 env PYTHONPATH=tutorial/appendix/triton "$PY" -m benchmarks.triton --out "$OUT/cpp_or_triton.md" \
     --json "$OUT/cpp_or_triton.json" ${BUILD_SECONDS:+--cpp-build-seconds "$BUILD_SECONDS"}
 fi
 
