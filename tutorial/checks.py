@@ -212,12 +212,15 @@ def _other_torch() -> None:
     folder = os.environ.get("TUTORIAL_OTHER_FOLDER") or os.path.dirname(
         os.path.dirname(os.path.realpath(extension_cpp.__file__))
     )
+    # `python -c` puts its working directory first on sys.path, ahead of
+    # PYTHONPATH: run it in the folder, or another extension_cpp found there wins.
     env = {**os.environ, "PYTHONPATH": folder}
     proc = subprocess.run(
         [python, "-c", _OTHER_TORCH_PROGRAM, torch.__version__],
         capture_output=True,
         text=True,
         env=env,
+        cwd=folder,
         timeout=300,
     )
     if proc.returncode != 0:
