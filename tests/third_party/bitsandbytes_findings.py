@@ -361,12 +361,13 @@ def momentum_drops_weight_decay_in_float16_on_cuda():
     g, p = torch.ones(64, dtype=torch.float16), torch.full((64,), 0.01, dtype=torch.float16)
     state1 = torch.zeros(64, device="cuda")
     decay = 0.01  # momentum's first step: state1 = g + decay * p, in float32
+    want = 1 + decay * p[0].item()
     ops.optimizer_update_32bit(
         "momentum", g.cuda(), p.cuda(), state1, None, None, 0.0, 0.0, 0.9, 0.0, 0.0, 0.0, 0.0,
         decay, 1, 0.1, 1.0, False,
     )  # fmt: skip
     # The kernel stores g + decay * p in g's float16 first, where 1.0001 is 1.0.
-    assert abs(state1[0].item() - (1 + decay * p[0].item())) < 1e-6, state1[0].item()
+    assert abs(state1[0].item() - want) < 1e-6, f"{state1[0].item()}, not {want}"
 
 
 # [momentum-float16]
