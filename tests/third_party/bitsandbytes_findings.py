@@ -1,7 +1,7 @@
 """What the harness found in bitsandbytes 0.50.2, each as a reproducer in
 plain PyTorch and bitsandbytes: no harness, a few lines, an assert that
 states what should hold and fails (on the CPU; ON_THIS_CPU says which need
-an AVX512-BF16 CPU).
+an AVX512-BF16 CPU, NEEDS_CUDA which need a GPU).
 
 docs/what_the_harness_found.md shows each function (between its markers)
 and test_bitsandbytes.py runs each, expecting the assert to fail, so the
@@ -164,6 +164,7 @@ def int8_linear_matmul_out_sums_in_float32():
     A = torch.full((1, 4099), 127, dtype=torch.int8)  # int8 codes at their largest
     out = torch.empty(1, 1, dtype=torch.int32)
     F.int8_linear_matmul(A, A, out=out)  # the .out kernel: a float32 matmul, then int32
+    # (On CUDA both overloads do, where K is not a multiple of 4, as 4099 is.)
     assert out.item() == 127 * 127 * 4099, f"{out.item()} != {127 * 127 * 4099}"
 
 
@@ -215,10 +216,24 @@ def fake_kernels_and_kernels_refuse_different_inputs():
         ),  # fmt: skip
     }
     eager_only = [n for n, (op, *args) in calls.items() if kernel_accepts(op, *args)]
-    # And the other way: an out of one element a row, expanded, which the kernel refuses.
+    # And the other way: an out of one element a row, expanded, which the kernel refuses,
     expanded = torch.empty(8, 1, dtype=torch.int32).expand(8, 8)
-    compiled_only = fake_accepts(ops.int8_linear_matmul.out, codes, codes, expanded)
-    assert (eager_only, compiled_only) == ([], False)
+    refused = {"int8_linear_matmul.out": (ops.int8_linear_matmul.out, codes, codes, expanded)}
+    if torch.cuda.is_available():  # and on CUDA: a float32 input, a bfloat16 momentum, two devices
+        refused["int8_vectorwise_quant"] = (ops.int8_vectorwise_quant, x.cuda(), 0.0)
+        g, p = (t.bfloat16().cuda() for t in state[:2])
+        step = calls["optimizer_update_32bit"]  # (op, name, g, p, state1, the rest)
+        refused["optimizer_update_32bit"] = (*step[:2], g, p, state[2].cuda(), *step[5:])
+        refused["int8_vectorwise_dequant"] = (
+            ops.int8_vectorwise_dequant,
+            codes.cuda(),
+            torch.ones(8),
+        )
+        refused["int8_linear_matmul"] = (ops.int8_linear_matmul, codes.cuda(), codes)
+    compiled_only = [
+        n for n, (op, *a) in refused.items() if fake_accepts(op, *a) and not kernel_accepts(op, *a)
+    ]
+    assert (eager_only, compiled_only) == ([], [])
 
 
 # [dtypes]
@@ -240,6 +255,137 @@ def derivatives_come_out_zero_instead_of_an_error():
 # [autodiff]
 
 
+# [4bit-out-fake]
+def dequantize_4bit_out_fake_kernel_refuses_every_out():
+    packed, absmax = torch.zeros(32, 1, dtype=torch.uint8), torch.ones(1)  # 64 4-bit codes
+    out = torch.empty(1, 64)
+    # "Expected out.shape == [1, 64], got torch.Size([1, 64])": the schema's
+    # int[] comes as a list, which no torch.Size equals.
+    assert fake_accepts(ops.dequantize_4bit.out, packed, absmax, 64, "nf4", [1, 64], out.dtype, out)
+
+
+# [4bit-out-fake]
+
+
+# On a GPU.
+
+
+# [cuda-stream]
+def cuda_kernels_run_on_the_legacy_default_stream():
+    x, code = torch.randn(64 * 1024, device="cuda"), CODE.cuda()
+    want, _ = ops.quantize_blockwise(x, code, 64)
+    y = torch.zeros_like(x)
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):  # work queued on a side stream, as a pipeline does:
+        torch.cuda._sleep(50_000_000)  # the stream is busy for a while,
+        y.copy_(x)  # then writes the input,
+        got, _ = ops.quantize_blockwise(y, code, 64)  # then quantizes it
+    side.synchronize()
+    # quantize_blockwise, quantize_4bit and optimizer_update_32bit launch with
+    # <<<grid, block>>> alone: on the legacy default stream, during the sleep,
+    # on zeros (and a CUDA graph captures nothing).
+    assert torch.equal(got, want), "quantize_blockwise did not wait for its stream"
+
+
+# [cuda-stream]
+
+
+# [cuda-strides]
+def cuda_kernels_take_strided_tensors_as_contiguous():
+    sums = torch.randint(-(2**20), 2**20, (64, 8), dtype=torch.int32, device="cuda").t()
+    row_stats, col_stats = torch.rand(8, device="cuda"), torch.rand(64, device="cuda")
+    got = ops.int8_mm_dequant(sums, row_stats, col_stats, torch.float16)  # 8 x 64, column by column
+    want = ops.int8_mm_dequant(sums.contiguous(), row_stats, col_stats, torch.float16)
+    # The kernels walk data_ptr() in row-major order whatever the strides: a
+    # transposed input, or a non-contiguous out (an expanded one is written
+    # past its memory, without an error).
+    assert torch.equal(got, want), f"{(got != want).sum()} of {got.numel()} differ"
+
+
+# [cuda-strides]
+
+
+# [cuda-devices]
+def cuda_kernels_read_a_cpu_tensor_without_a_check():
+    child = textwrap.dedent("""
+        import torch, bitsandbytes.functional as F
+        A, absmax = torch.zeros(64, dtype=torch.uint8, device="cuda"), torch.ones(1, device="cuda")
+        code = F.create_dynamic_map()  # on the CPU
+        try:
+            torch.ops.bitsandbytes.dequantize_blockwise(A, absmax, code, 64, torch.float32)
+        except RuntimeError as e:
+            raise SystemExit(f"refused: {e}")
+        torch.cuda.synchronize()
+        """)  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True)
+    # The kernel reads the CPU address: "CUDA error: an illegal memory access
+    # was encountered", at the next synchronisation.
+    said = [line for line in proc.stderr.splitlines() if "refused" in line or "CUDA error" in line]
+    last = (said or [f"exit {proc.returncode}, and no error"])[-1]
+    assert "refused" in last, last
+
+
+# [cuda-devices]
+
+
+# [mm-dequant-float16]
+def int8_mm_dequant_computes_in_float16_on_cuda():
+    A = torch.tensor([[2**20]], dtype=torch.int32, device="cuda")  # a sum of int8 products
+    scale = torch.full((1,), 127.0, device="cuda")  # the scales cancel its 1 / (127 * 127)
+    out = ops.int8_mm_dequant(A, scale, scale, torch.float32)
+    # The kernel writes float16, then converts: 2^20 is past float16's 65504.
+    assert abs(out.item() / 2**20 - 1) < 1e-3, out.item()
+
+
+# [mm-dequant-float16]
+
+
+# [cuda-dispatch]
+def quantize_4bit_on_cuda_raises_unbound_local_error_for_float64():
+    x = torch.randn(64, dtype=torch.float64, device="cuda")
+    try:
+        ops.quantize_4bit(x, 64, "nf4", torch.uint8)
+        error = None
+    except Exception as e:  # noqa: BLE001  (which error is the finding)
+        error = e
+    # No branch for other dtypes (gemv_4bit's neither): "cannot access local variable 'fn'".
+    assert isinstance(error, RuntimeError), repr(error)
+
+
+# [cuda-dispatch]
+
+
+# [momentum-float16]
+def momentum_drops_weight_decay_in_float16_on_cuda():
+    g, p = torch.ones(64, dtype=torch.float16), torch.full((64,), 0.01, dtype=torch.float16)
+    state1 = torch.zeros(64, device="cuda")
+    decay = 0.01  # momentum's first step: state1 = g + decay * p, in float32
+    want = 1 + decay * p[0].item()
+    ops.optimizer_update_32bit(
+        "momentum", g.cuda(), p.cuda(), state1, None, None, 0.0, 0.0, 0.9, 0.0, 0.0, 0.0, 0.0,
+        decay, 1, 0.1, 1.0, False,
+    )  # fmt: skip
+    # The kernel stores g + decay * p in g's float16 first, where 1.0001 is 1.0.
+    assert abs(state1[0].item() - want) < 1e-6, f"{state1[0].item()}, not {want}"
+
+
+# [momentum-float16]
+
+
+# [gemv-rows]
+def gemv_4bit_reads_only_the_first_row_on_cuda():
+    B, absmax = ops.quantize_4bit(torch.randn(64, 64, device="cuda"), 64, "nf4", torch.uint8)
+    weight = ops.dequantize_4bit(B, absmax, 64, "nf4", [64, 64], torch.float32)
+    A = torch.randn(2, 64, device="cuda")  # two rows, as the fake and CPU kernels take
+    got = ops.gemv_4bit(A, B, [64, 64], absmax, get_4bit_type("nf4", device="cuda"), 64)
+    # Row 1 is whatever the output's memory held (a check for one row is commented out).
+    assert torch.allclose(got, A @ weight.t(), atol=1e-4), (got - A @ weight.t()).abs().amax(1)
+
+
+# [gemv-rows]
+
+
 # Every reproducer, in the page's order.
 FINDINGS = [
     fake_kernels_lay_out_a_transposed_input_otherwise,
@@ -253,7 +399,17 @@ FINDINGS = [
     int8_linear_matmul_out_sums_in_float32,
     fake_kernels_and_kernels_refuse_different_inputs,
     derivatives_come_out_zero_instead_of_an_error,
+    dequantize_4bit_out_fake_kernel_refuses_every_out,
+    cuda_kernels_run_on_the_legacy_default_stream,
+    cuda_kernels_take_strided_tensors_as_contiguous,
+    cuda_kernels_read_a_cpu_tensor_without_a_check,
+    int8_mm_dequant_computes_in_float16_on_cuda,
+    quantize_4bit_on_cuda_raises_unbound_local_error_for_float64,
+    momentum_drops_weight_decay_in_float16_on_cuda,
+    gemv_4bit_reads_only_the_first_row_on_cuda,
 ]
+# The reproducers that need a GPU.
+NEEDS_CUDA = set(FINDINGS[FINDINGS.index(cuda_kernels_run_on_the_legacy_default_stream) :])
 # The findings a CPU shows only with AVX512-BF16 (bitsandbytes then picks its
 # own gemv_4bit kernel).
 ON_THIS_CPU = {

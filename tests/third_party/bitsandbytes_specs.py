@@ -112,7 +112,9 @@ def int8_mm_dequant_samples(layout, dtype, device, rows):
 
 
 def int8_linear_matmul_reference(A, B):
-    return (A.long() @ B.long().t()).to(torch.int32)
+    """Sums of int8 products, exact in float64 (below 2^53), which every
+    device multiplies (no int64 matmul on CUDA)."""
+    return (A.double() @ B.double().t()).to(torch.int32)
 
 
 # Sums past 2^24 (the float32 mantissa): every code at its largest, 4099 of them.
@@ -147,14 +149,21 @@ def _blocks(A: torch.Tensor, blocksize: int) -> torch.Tensor:
     return torch.arange(A.numel(), device=A.device) // blocksize
 
 
+def _block_absmax(flat: torch.Tensor, blocksize: int) -> torch.Tensor:
+    """The largest magnitude of each block of flat, the last one partial
+    (padded with zeros, which no magnitude is below)."""
+    padded = flat.new_zeros(-(flat.numel() // -blocksize) * blocksize)
+    padded[: flat.numel()] = flat.abs()
+    return padded.view(-1, blocksize).amax(dim=1)
+
+
 def quantize_blockwise_reference(A, code, blocksize):
     """Blocks of blocksize elements (in row-major order, the last one
     partial): each element scaled by its block's largest magnitude, then the
     index of the nearest value of code. (uint8 indices, largest magnitudes)"""
     flat = A.reshape(-1).double()
     blocks = _blocks(A, blocksize)
-    absmax = torch.zeros(int(blocks[-1]) + 1 if A.numel() else 0, dtype=torch.float64)
-    absmax = absmax.to(A.device).index_reduce(0, blocks, flat.abs(), "amax", include_self=False)
+    absmax = _block_absmax(flat, blocksize)
     scaled = (flat / absmax[blocks]).clamp(-1, 1)
     nearest = (scaled[:, None] - code.double()).abs().argmin(dim=1)
     return nearest.to(torch.uint8).reshape(A.shape).contiguous(), absmax.float()
@@ -198,10 +207,10 @@ def quantize_4bit_reference(A, blocksize, quant_type, quant_storage):
     code = get_4bit_type(quant_type, device=A.device)
     flat = A.reshape(-1).float()
     blocks = _blocks(A, blocksize)
-    absmax = torch.zeros(int(blocks[-1]) + 1, device=A.device)
-    absmax = absmax.index_reduce(0, blocks, flat.abs(), "amax", include_self=False)
+    absmax = _block_absmax(flat, blocksize)
     scaled = (flat * (1.0 / absmax)[blocks]).clamp(-1, 1)
-    order = code.argsort()
+    # Stable: fp4's code holds 0 twice (indices 0 and 8), and zero takes the first.
+    order = code.argsort(stable=True)
     midpoints = (code[order[:-1]] + code[order[1:]]) / 2
     index = order[torch.bucketize(scaled, midpoints)]
     if index.numel() % 2:
@@ -249,13 +258,15 @@ def gemv_4bit_reference(A, B, shapeB, absmax, code, blocksize):
 
 
 # gemv_4bit's weights: 64 output features ("n8": 8, fewer than the 32 a
-# block of bitsandbytes' AVX512-BF16 kernel holds).
+# block of bitsandbytes' AVX512-BF16 kernel holds), times one vector of 64,
+# as bitsandbytes calls it (its CUDA kernel reads only A's first row: see
+# gemv_4bit_reads_only_the_first_row_on_cuda); rows is not used.
 def gemv_4bit_samples(layout, dtype, device, rows):
     quant_type, code = _code_4bit(layout, device)
     n = 8 if "n8" in layout else COLS
     weight = torch.randn(n, COLS, dtype=dtype, device=device)
     B, absmax = quantize_4bit_reference(weight, BLOCK, quant_type, torch.uint8)
-    A = torch.randn(rows, COLS, dtype=dtype, device=device)
+    A = torch.randn(1, COLS, dtype=dtype, device=device)
     return [A, B, [n, COLS], absmax, code, BLOCK]
 
 
@@ -333,20 +344,29 @@ MATMUL_TOLERANCES = {
     torch.float32: dict(rtol=1e-5, atol=1e-5),
 }
 
+INT8_VECTORWISE_QUANT = dict(
+    reference=int8_vectorwise_quant_reference,
+    samples=int8_vectorwise_quant_samples,
+    layouts=MATRIX,
+    # The kernels scale in float32 and round; the reference is exact. A
+    # value within float32's error of a half code rounds either way.
+    integer_tolerance=dict(codes=1, fraction=0.01),
+    # On the CPU any real dtype quantizes (an integer tensor too): no dtype
+    # to refuse; and one tensor, so none on another device.
+    bad_inputs=(),
+    **{**COMMON, "devices": ("cpu",)},
+)
+
 SPECS = {
     "int8_vectorwise_quant": OpSpec(
+        ops.int8_vectorwise_quant.default, dtypes=FLOATS, **INT8_VECTORWISE_QUANT
+    ),
+    # The CUDA kernel quantizes float16 only (LLM.int8()'s dtype), and says
+    # so for any other: its cases run in float16.
+    "int8_vectorwise_quant.cuda": OpSpec(
         ops.int8_vectorwise_quant.default,
-        reference=int8_vectorwise_quant_reference,
-        samples=int8_vectorwise_quant_samples,
-        layouts=MATRIX,
-        dtypes=FLOATS,
-        # The kernels scale in float32 and round; the reference is exact. A
-        # value within float32's error of a half code rounds either way.
-        integer_tolerance=dict(codes=1, fraction=0.01),
-        # Any real dtype quantizes (an integer tensor too): no dtype to refuse,
-        # and one tensor, so none on another device.
-        bad_inputs=(),
-        **COMMON,
+        dtypes=(torch.float16,),
+        **{**INT8_VECTORWISE_QUANT, "devices": ("cuda",)},
     ),
     "int8_vectorwise_dequant": OpSpec(
         ops.int8_vectorwise_dequant.default,
@@ -464,7 +484,7 @@ SPECS = {
         layouts=("nf4", "fp4", "nf4-n8"),
         dtypes=FLOATS,
         tolerances=MATMUL_TOLERANCES,
-        dynamic_dims={0: {0: "rows"}},
+        dynamic_dims={},  # one vector: no size varies
         **COMMON,
     ),
     "optimizer_update_32bit": OpSpec(

@@ -11,7 +11,7 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv
 def kernel_accepts(op, *args) -> bool:
     try:
         op(*args)
-    except RuntimeError:
+    except (RuntimeError, ValueError):
         return False
     return True
 

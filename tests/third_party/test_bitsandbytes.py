@@ -5,8 +5,8 @@ Every case passes but those KNOWN lists: each a bug in bitsandbytes that a
 reproducer shows without the harness, on the page
 docs/what_the_harness_found.md. They are strict expected failures, so a
 bitsandbytes that fixes one makes its cases pass and this run fail until
-the page and these lists say so. The lists are the CPU's (the CUDA kernels
-are other code: a GPU run lists theirs).
+the page and these lists say so. The CUDA cases are listed as a GPU run
+showed them (the CUDA kernels are other code).
 """
 
 import pytest
@@ -24,6 +24,7 @@ from .bitsandbytes_specs import SPECS  # noqa: E402
 
 PAGE = "docs/what_the_harness_found.md"
 FLOATS = ("float16", "bfloat16", "float32")
+OUT_4BIT_LAYOUTS = ["nf4", "fp4", "nf4-odd", "nf4-3-d"]
 
 
 def _opcheck_compares_strides() -> bool:
@@ -53,10 +54,10 @@ def _known(reproducer, *cases):
     return dict.fromkeys(cases, f"bitsandbytes bug: {reproducer.__name__} ({PAGE})")
 
 
-def _every(name, checks, layouts, dtypes=("float32",), variants=("",)):
-    """name's CPU cases of these checks, layouts, dtypes and variants."""
+def _every(name, checks, layouts, dtypes=("float32",), variants=("",), device="cpu"):
+    """name's cases of these checks, layouts, dtypes and variants."""
     return [
-        f"{name}-{check}-cpu-{dtype}-{layout}{variant}"
+        f"{name}-{check}-{device}-{dtype}-{layout}{variant}"
         for check in checks
         for layout in layouts
         for dtype in dtypes
@@ -64,13 +65,13 @@ def _every(name, checks, layouts, dtypes=("float32",), variants=("",)):
     ]
 
 
-def _layout_cases(name, layout, results_dtypes=("float32",)):
-    """Every CPU case of name on one layout: results in these dtypes, then
+def _layout_cases(name, layout, results_dtypes=("float32",), device="cpu"):
+    """Every case of name on one layout: results in these dtypes, then
     strides, fake, opcheck (no_grad) and compile in float32."""
     return [
-        *_every(name, ["results"], [layout], results_dtypes),
-        *_every(name, ["strides", "fake", "compile"], [layout]),
-        f"{name}-opcheck-cpu-float32-{layout}-no_grad",
+        *_every(name, ["results"], [layout], results_dtypes, device=device),
+        *_every(name, ["strides", "fake", "compile"], [layout], device=device),
+        f"{name}-opcheck-{device}-float32-{layout}-no_grad",
     ]
 
 
@@ -93,15 +94,25 @@ def _no_kernel(name, layouts, dtypes):
     ]
 
 
-def _bad_dtype(name):
-    return [f"{name}-bad_input-cpu-dtype", f"{name}-internal_assert-cpu-dtype"]
+def _bad(name, kind, device="cpu"):
+    """Both checks of one kind of bad input."""
+    return [f"{name}-bad_input-{device}-{kind}", f"{name}-internal_assert-{device}-{kind}"]
 
 
-def _silent_autodiff(name, raising=()):
+def _bad_dtype(name, device="cpu"):
+    return _bad(name, "dtype", device)
+
+
+def _silent_autodiff(name, raising=(), device="cpu", dtype="float32"):
     """Every mode but those that raise; the ops take no float64, so the
-    cases run in float32."""
+    cases run in float32 (in float16 where that is all the op takes)."""
     modes = [mode for mode in MODES if mode not in raising]
-    return [f"{name}-autodiff-cpu-float32-{mode}-raises" for mode in modes]
+    return [f"{name}-autodiff-{device}-{dtype}-{mode}-raises" for mode in modes]
+
+
+def _cuda_side(name):
+    """Both checks of a kernel's stream: on a side stream, in a CUDA graph."""
+    return [f"{name}-side_stream-cuda-float32", f"{name}-cuda_graph-cuda-float32"]
 
 
 KNOWN = {
@@ -115,6 +126,13 @@ KNOWN = {
             for op in ("int8_vectorwise_quant", "quantize_blockwise", "dequantize_blockwise")
             if OPCHECK_STRIDES
         ),
+        # The CUDA quantize_blockwise makes its input contiguous first.
+        *_every("quantize_blockwise", ["fake", "compile"], ["transposed"], device="cuda"),
+        *(
+            ["quantize_blockwise-opcheck-cuda-float32-transposed-no_grad"]
+            if OPCHECK_STRIDES
+            else []
+        ),
     ),
     **_known(
         findings.quantize_blockwise_never_picks_the_codes_nearest_zero,
@@ -125,6 +143,8 @@ KNOWN = {
         *_layout_cases("int8_vectorwise_quant", "3-d", FLOATS),
         *_layout_cases("int8_vectorwise_dequant", "3-d"),
         *_layout_cases("int8_mm_dequant", "3-d", FLOATS),
+        # On CUDA, int8_vectorwise_dequant is the default kernel.
+        *_layout_cases("int8_vectorwise_dequant", "3-d", device="cuda"),
     ),
     **_known(
         findings.int8_mm_dequant_scales_by_a_mistyped_constant,
@@ -141,14 +161,17 @@ KNOWN = {
     ),
     **_known(
         findings.dequantize_4bit_compiles_again_for_every_shape,
-        "dequantize_4bit-dynamic-cpu-float32",
-        "dequantize_4bit-export-cpu-float32",
+        *(
+            f"dequantize_4bit-{check}-{device}-float32"
+            for check in ("dynamic", "export")
+            for device in ("cpu", "cuda")
+        ),
     ),
     **_known(
         findings.out_overloads_have_no_cpu_kernel,
         *_no_kernel("dequantize_blockwise_out", ["contiguous", "transposed", "3-d"], FLOATS),
         "dequantize_blockwise_out-bad_input-cpu-out-internal-overlap",
-        *_no_kernel("dequantize_4bit_out", ["nf4", "fp4", "nf4-odd", "nf4-3-d"], FLOATS),
+        *_no_kernel("dequantize_4bit_out", OUT_4BIT_LAYOUTS, FLOATS),
     ),
     **_known(
         findings.int8_linear_matmul_out_sums_in_float32,
@@ -160,6 +183,9 @@ KNOWN = {
             if torch.backends.cpu.get_cpu_capability() != "AVX512"
             else []
         ),
+        # On CUDA both, where K is not a multiple of 4.
+        "int8_linear_matmul-results-cuda-int8-large-k",
+        "int8_linear_matmul_out-results-cuda-int8-large-k",
     ),
     **_known(
         findings.fake_kernels_and_kernels_refuse_different_inputs,
@@ -170,6 +196,14 @@ KNOWN = {
         *_bad_dtype("int8_linear_matmul_out"),
         *_bad_dtype("optimizer_update_32bit"),
         "int8_linear_matmul_out-bad_input-cpu-out-internal-overlap",
+        *_bad_dtype("int8_vectorwise_dequant", "cuda"),
+        *_bad_dtype("dequantize_blockwise", "cuda"),
+        *_bad_dtype("dequantize_blockwise_out", "cuda"),
+        # The fake kernels take what the CUDA kernels refuse: two devices, a
+        # bfloat16 momentum (its CUDA kernel has no bfloat16).
+        "int8_vectorwise_dequant-bad_input-cuda-device",
+        "int8_linear_matmul-bad_input-cuda-device",
+        "optimizer_update_32bit-results-cuda-bfloat16-momentum",
     ),
     **_known(
         findings.derivatives_come_out_zero_instead_of_an_error,
@@ -185,17 +219,118 @@ KNOWN = {
         *_silent_autodiff("int8_vectorwise_dequant"),
         # An optional output (no outlier columns) has no batching rule.
         *_silent_autodiff("int8_vectorwise_quant", raising=["vmap-grad"]),
+        # The CUDA kernels write through data_ptr(): reverse mode finds no
+        # graph and raises; int8_vectorwise_dequant is the default kernel.
+        *(
+            case
+            for op in (
+                "quantize_blockwise",
+                "dequantize_blockwise",
+                "dequantize_4bit",
+                "gemv_4bit",
+                "quantize_4bit",
+                "int8_mm_dequant",
+            )
+            for case in _silent_autodiff(op, raising=["reverse"], device="cuda")
+        ),  # fmt: skip
+        *_silent_autodiff("int8_vectorwise_dequant", device="cuda"),
+        *_silent_autodiff(
+            "int8_vectorwise_quant",
+            raising=["reverse", "vmap-grad"],
+            device="cuda",
+            dtype="float16",
+        ),  # fmt: skip
+    ),
+    # -- on CUDA only --
+    **_known(
+        findings.dequantize_4bit_out_fake_kernel_refuses_every_out,
+        # (On the CPU, which has no kernel for it, out_overloads_have_no_cpu_kernel.)
+        *_every("dequantize_4bit_out", ["fake", "compile"], OUT_4BIT_LAYOUTS, device="cuda"),
+        *_every("dequantize_4bit_out", ["fake"], ["nf4"], ["float16", "bfloat16"], device="cuda"),
+        *_every(
+            "dequantize_4bit_out",
+            ["opcheck"],
+            OUT_4BIT_LAYOUTS,
+            variants=["-no_grad"],
+            device="cuda",
+        ),  # fmt: skip
+        "dequantize_4bit_out-dynamic-cuda-float32",
+        "dequantize_4bit_out-export-cuda-float32",
+    ),
+    **_known(
+        findings.cuda_kernels_run_on_the_legacy_default_stream,
+        *_cuda_side("quantize_blockwise"),
+        *_cuda_side("quantize_4bit"),
+        *_cuda_side("optimizer_update_32bit"),
+    ),
+    **_known(
+        findings.cuda_kernels_take_strided_tensors_as_contiguous,
+        "int8_vectorwise_quant-results-cuda-float16-transposed",
+        *_every("int8_mm_dequant", ["results"], ["transposed"], FLOATS, device="cuda"),
+        *_every("dequantize_blockwise", ["results"], ["transposed"], FLOATS, device="cuda"),
+        *_every("dequantize_blockwise_out", ["results"], ["transposed"], FLOATS, device="cuda"),
+        "int8_linear_matmul-results-cuda-int8-transposed",
+        "int8_linear_matmul_out-results-cuda-int8-transposed",
+        # An out in another layout, or expanded (written past its memory).
+        "int8_linear_matmul_out-results-cuda-int8-contiguous-out-non-contiguous",
+        "dequantize_blockwise_out-results-cuda-float32-contiguous-out-non-contiguous",
+        "dequantize_4bit_out-results-cuda-float32-nf4-out-non-contiguous",
+        *(
+            case
+            for op in ("int8_linear_matmul_out", "dequantize_blockwise_out", "dequantize_4bit_out")
+            for case in _bad(op, "out-internal-overlap", "cuda")
+        ),
+    ),
+    **_known(
+        findings.cuda_kernels_read_a_cpu_tensor_without_a_check,
+        *(
+            case
+            for op in (
+                "quantize_blockwise",
+                "dequantize_blockwise",
+                "dequantize_blockwise_out",
+                "dequantize_4bit",
+                "dequantize_4bit_out",
+                "gemv_4bit",
+                "int8_mm_dequant",
+                "int8_linear_matmul_out",
+                "optimizer_update_32bit",
+            )
+            for case in _bad(op, "device", "cuda")
+        ),  # fmt: skip
+    ),
+    **_known(
+        findings.int8_mm_dequant_computes_in_float16_on_cuda,
+        *_every("int8_mm_dequant", ["results"], ["contiguous", "3-d", "bias"], device="cuda"),
+    ),
+    **_known(
+        findings.quantize_4bit_on_cuda_raises_unbound_local_error_for_float64,
+        "quantize_4bit-bad_input-cuda-dtype",
+        "gemv_4bit-bad_input-cuda-dtype",
+    ),
+    **_known(
+        findings.momentum_drops_weight_decay_in_float16_on_cuda,
+        "optimizer_update_32bit-results-cuda-float16-momentum",
     ),
 }
 
 
+# Every listed case, for the check that each names a case of some spec
+# (conformance_tests checks those it is given).
+CASES = {case.id for spec in SPECS.values() for case in spec.cases()}
+if set(KNOWN) - CASES:
+    raise ValueError(f"KNOWN names no case: {sorted(set(KNOWN) - CASES)}")
+
+
 def _tests(name):
-    prefix = f"{SPECS[name].name}-"
-    known = {case: why for case, why in KNOWN.items() if case.startswith(prefix)}
+    """The tests of SPECS[name], with the KNOWN cases among them."""
+    ids = {case.id for case in SPECS[name].cases()}
+    known = {case: why for case, why in KNOWN.items() if case in ids}
     return conformance_tests(SPECS[name], known_failures=known)
 
 
 test_int8_vectorwise_quant = _tests("int8_vectorwise_quant")
+test_int8_vectorwise_quant_cuda = _tests("int8_vectorwise_quant.cuda")
 test_int8_vectorwise_dequant = _tests("int8_vectorwise_dequant")
 test_int8_mm_dequant = _tests("int8_mm_dequant")
 test_int8_linear_matmul = _tests("int8_linear_matmul")
@@ -216,6 +351,8 @@ test_optimizer_update_32bit = _tests("optimizer_update_32bit")
 @pytest.mark.parametrize("reproducer", findings.FINDINGS, ids=lambda f: f.__name__)
 def test_each_finding_reproduces_without_the_harness(reproducer):
     """Each reproducer's assert fails where this machine shows the bug."""
+    if reproducer in findings.NEEDS_CUDA and not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
     if not findings.reproduces(reproducer):
         reproducer()
     else:
