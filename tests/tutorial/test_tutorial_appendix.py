@@ -8,7 +8,7 @@ TORCH_LIBRARY op; the op whose backward lives only in an autograd.Function
 wrapper fails the checks that the registered op passes; the Triton ops speak
 the C++ ops' words, refuse the CPU, ship as one pure-Python wheel, and pass
 the harness's results check on every layout in Triton's interpreter
-(tests/conformance/test_triton.py runs every check on a GPU).
+(tests/tutorial/test_triton.py runs every check on a GPU).
 """
 
 import importlib
@@ -231,7 +231,7 @@ def test_triton_kernels_in_the_interpreter():
         pytest.skip(f"torch {torch.__version__}'s wrap_triton refuses the interpreter's kernels")
     run = run_python(
         [
-            "-m", "pytest", str(REPO / "tests" / "conformance" / "test_triton.py"),
+            "-m", "pytest", str(REPO / "tests" / "tutorial" / "test_triton.py"),
             "--rootdir", str(REPO), "-c", str(REPO / "pyproject.toml"),
             "-p", "no:cacheprovider", "-q", "-k", INTERPRETED_CHECKS,
         ],
