@@ -30,7 +30,10 @@ def modules(roots) -> dict[str, Path]:
             path = base / name
             files = [path] if path.suffix == ".py" else sorted(path.rglob("*.py"))
             for f in files:
-                if "build" in f.relative_to(base).parts:
+                # Build outputs and hidden folders (tutorial/.build-cache holds a
+                # whole venv) are not the repository's modules.
+                folders = f.relative_to(base).parts[:-1]
+                if any(p == "build" or p.startswith(".") for p in folders):
                     continue
                 parts = list(f.relative_to(base).with_suffix("").parts)
                 if parts[-1] == "__init__":
