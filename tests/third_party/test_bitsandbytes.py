@@ -27,24 +27,28 @@ FLOATS = ("float16", "bfloat16", "float32")
 OUT_4BIT_LAYOUTS = ["nf4", "fp4", "nf4-odd", "nf4-3-d"]
 
 
-def _opcheck_compares_strides() -> bool:
+def _opcheck_compares_strides(device: str) -> bool:
     """Whether this torch's opcheck (test_faketensor) compares a fake kernel's
-    strides with the kernel's (2.14 does, 2.8 does not): a probe op whose
-    fake kernel gives a transposed input a contiguous output."""
-    lib = torch.library.Library("bitsandbytes_probe", "DEF")
+    strides with the kernel's on `device` (2.14 does on both; 2.11 on CUDA
+    alone; 2.8 on neither): a probe op whose fake kernel gives a transposed
+    input a contiguous output."""
+    if device == "cuda" and not torch.cuda.is_available():
+        return False
+    lib = torch.library.Library(f"bitsandbytes_probe_{device}", "DEF")
     lib.define("copy(Tensor x) -> Tensor")
     lib.impl("copy", torch.clone, "CompositeExplicitAutograd")
-    torch.library.register_fake("bitsandbytes_probe::copy", lambda x: torch.empty(x.shape), lib=lib)
-    x = torch.randn(4, 3).t()
+    fake = lambda x: torch.empty(x.shape, device=x.device)  # noqa: E731
+    torch.library.register_fake(f"bitsandbytes_probe_{device}::copy", fake, lib=lib)
+    x = torch.randn(4, 3, device=device).t()
     report = torch.library.opcheck(
-        torch.ops.bitsandbytes_probe.copy.default, (x,), test_utils="test_faketensor",
-        raise_exception=False,
+        getattr(torch.ops, f"bitsandbytes_probe_{device}").copy.default, (x,),
+        test_utils="test_faketensor", raise_exception=False,
     )  # fmt: skip
     return report["test_faketensor"] != "SUCCESS"
 
 
-# opcheck's share of the findings about strides.
-OPCHECK_STRIDES = _opcheck_compares_strides()
+# opcheck's share of the findings about strides, by device.
+OPCHECK_STRIDES = {device: _opcheck_compares_strides(device) for device in ("cpu", "cuda")}
 
 
 def _known(reproducer, *cases):
@@ -124,13 +128,13 @@ KNOWN = {
         *(
             f"{op}-opcheck-cpu-float32-transposed-no_grad"
             for op in ("int8_vectorwise_quant", "quantize_blockwise", "dequantize_blockwise")
-            if OPCHECK_STRIDES
+            if OPCHECK_STRIDES["cpu"]
         ),
         # The CUDA quantize_blockwise makes its input contiguous first.
         *_every("quantize_blockwise", ["fake", "compile"], ["transposed"], device="cuda"),
         *(
             ["quantize_blockwise-opcheck-cuda-float32-transposed-no_grad"]
-            if OPCHECK_STRIDES
+            if OPCHECK_STRIDES["cuda"]
             else []
         ),
     ),
