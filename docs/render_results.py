@@ -288,7 +288,7 @@ def render_compatibility(cells: list[dict]) -> str:
         lines += [
             f"## {track}: `{rows[0]['wheel']}`",
             "",
-            f"sha256 {one}; at commit {commits}, {dates}; "
+            f"`nox -t {track}` at commit {commits}, {dates}; sha256 {one}; "
             f"{sum(c['seconds'] for c in rows) / 60:.1f} min of tests.",
             "",
             "| CPython | torch | result | passed | failed | skipped | seed | pytest |",
