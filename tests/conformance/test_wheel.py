@@ -76,18 +76,22 @@ def test_installed_wheel_passes_conformance(wheel, tmp_path):
     venv = tmp_path / "venv"
     run(sys.executable, "-m", "venv", venv)
     python = venv / "bin" / "python"
+    # No PYTHONPATH in the venv: a source tree on it (as a copy's tests set)
+    # holds the package's egg-info, and pip would take that as installed.
+    isolated = {**os.environ, "PYTHONPATH": ""}
     site = subprocess.run(
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True, text=True, check=True,
+        capture_output=True, text=True, check=True, env=isolated,
     ).stdout.strip()  # fmt: skip
     # This environment's packages after the venv's own: torch and the test tools.
     (Path(site) / "_shared.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     # A new venv's setuptools (CPython 3.11 and older) would shadow the shared
     # one, which torch needs (setuptools>=77 in 2.14).
-    run(python, "-m", "pip", "uninstall", "-q", "-y", "setuptools")
-    run(python, "-m", "pip", "install", "-q", "--no-deps", harness)
-    run(python, "-m", "pip", "install", "-q", path)  # the shared torch must satisfy its pin
-    env = {**os.environ, "EXTENSION_CPP_EXPECT_INSTALLED_IN": site, "PYTHONPATH": ""}
+    run(python, "-m", "pip", "uninstall", "-q", "-y", "setuptools", env=isolated)
+    run(python, "-m", "pip", "install", "-q", "--no-deps", harness, env=isolated)
+    # The shared torch must satisfy its pin.
+    run(python, "-m", "pip", "install", "-q", path, env=isolated)
+    env = {**isolated, "EXTENSION_CPP_EXPECT_INSTALLED_IN": site}
     junit = tmp_path / "junit.xml"
     proc = subprocess.run(
         [python, "-m", "pytest", REPO / "tests" / "conformance", "-q", "-k", SELECT,
