@@ -205,7 +205,8 @@ wheel: setup
 # to 3.13), newest (this repository's torch, 3.10 to 3.13), stable (one
 # extension_cpp_stable wheel next to torch 2.10 to 2.15) and harness (its
 # wheel alone next to torch 2.8 and 2.15). Several GB of downloads per torch
-# release, kept in uv's cache, which is why make test does not run it. The
+# release, kept in uv's cache (tens of GB in all: `.venv/bin/uv cache clean`
+# frees it), which is why make test does not run it. The
 # page, build/results/compatibility.{md,json}, is rendered from the cells'
 # JUnit files even when a cell fails. `nox -s matrix-oldest-3.9` runs one cell.
 matrix: wheel
