@@ -44,9 +44,11 @@ BUGS = {
     "no_autograd_mul": (
         "no autograd registration",
         "gradcheck",
-        # autodiff (reverse: no gradient at all), and opcheck's AOT test, which
-        # meets PyTorch's "autograd kernel was not registered" warning.
-        {"gradcheck", "gradgradcheck", "autodiff", "opcheck"},
+        # autodiff (reverse: no gradient at all). gradgradcheck, and opcheck's
+        # AOT test, which meets PyTorch's "autograd kernel was not registered"
+        # warning, fail on torch 2.14.1 and pass on 2.11 (measured on our GPU
+        # machine): "?".
+        {"gradcheck", "gradgradcheck?", "autodiff", "opcheck?"},
     ),
     "wrong_sign_mul": ("a backward with a wrong sign", "gradcheck", {"gradcheck", "autodiff"}),
     "internal_assert_mul": (

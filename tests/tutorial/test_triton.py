@@ -37,9 +37,8 @@ def _spec(op):
         out=op.out,
         exact=set(op.exact_dtypes) == set(testing.DTYPES),
         devices=(DEVICE,),
-        # register_autograd gives reverse mode; torch.func transforms of a
-        # torch.library op need more than it registers.
-        autodiff=() if op.out else ("reverse",),
+        # Every autodiff mode (the default), forward mode included: the public
+        # functions add the jvp that register_autograd can't give (ops.py).
         huge=True,
     )
 

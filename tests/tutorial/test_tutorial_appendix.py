@@ -204,12 +204,15 @@ def test_triton_ops_refuse_cpu_tensors(extension_triton, mode):
 
 # The harness cases of test_triton.py that the interpreter runs in a few
 # seconds: results and output strides on every layout in float32, results in
-# float16 and float64 on one layout of the tiled kernel, and the vmap rules. The interpreter
+# float16 and float64 on one layout of the tiled kernel, the vmap rules, and
+# every autodiff mode (forward mode comes from the public functions, not from
+# register_autograd: a regression there is silent zeros). The interpreter
 # computes in NumPy, so not the -specials cases (NumPy's warnings on NaN and
 # infinities are errors here) nor bfloat16 (the interpreter rounds float32 to
 # bfloat16 toward zero; a GPU, like the reference, rounds to nearest).
 INTERPRETED_CHECKS = (
-    "(strides or vmap or results and (float32 or -mixed-b-first)) and not (specials or bfloat16)"
+    "(strides or vmap or autodiff or results and (float32 or -mixed-b-first))"
+    " and not (specials or bfloat16)"
 )
 
 
@@ -233,14 +236,18 @@ def test_triton_kernels_in_the_interpreter():
         [
             "-m", "pytest", str(REPO / "tests" / "tutorial" / "test_triton.py"),
             "--rootdir", str(REPO), "-c", str(REPO / "pyproject.toml"),
-            "-p", "no:cacheprovider", "-q", "-k", INTERPRETED_CHECKS,
+            "-p", "no:cacheprovider", "-q", "-rA", "-k", INTERPRETED_CHECKS,
         ],
         env={"TRITON_INTERPRET": "1"},
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    # Every case selected ran (none skipped), at least results and strides on
-    # every layout for each of the three ops.
+    # Every case selected ran (none skipped): at least results and strides on
+    # every layout for each of the three ops, and each autodiff mode of the two
+    # differentiable ones.
     summary = run.stdout.strip().splitlines()[-1]
     assert "skipped" not in summary, summary
     passed = int(re.search(r"(\d+) passed", summary).group(1))
-    assert passed >= 3 * 2 * len(testing.LAYOUTS), summary
+    assert passed >= 3 * 2 * len(testing.LAYOUTS) + 2 * len(testing.MODES), summary
+    ran = set(re.findall(r"^PASSED \S+\[(\S+)\]$", run.stdout, re.M))
+    modes = {f"{op}-autodiff-cpu-float64-{mode}" for op in ("mymul", "mymuladd") for mode in testing.MODES}
+    assert modes <= ran, sorted(modes - ran)

@@ -17,9 +17,11 @@ ways:
   torch.export keeps the op as one node; AOTInductor then compiles the kernel
   into the package.
 
-Derivatives are registered with ``register_autograd``; mymuladd's backward
-calls the Triton mymul. Batching rules for torch.vmap, with
-``register_vmap``, call each op once for the whole batch.
+Derivatives: ``register_autograd`` gives each op its backward, and the
+public functions ``mymuladd`` and ``mymul`` add forward mode (a jvp), which
+PyTorch has no registration for (see Note [Forward mode] below). Batching
+rules for torch.vmap, with ``register_vmap``, call each op once for the
+whole batch.
 """
 
 import functools
@@ -71,7 +73,7 @@ _remembered_mul_strides = functools.lru_cache(maxsize=1024)(_meta_mul_strides)
 
 
 @triton_op("extension_triton::mymuladd", mutates_args=())
-def mymuladd(a: Tensor, b: Tensor, c: float) -> Tensor:
+def mymuladd_op(a: Tensor, b: Tensor, c: float) -> Tensor:
     """Returns ``a * b + c``, laid out as ``torch.mul(a, b)`` would be.
 
     a, b: one shape, dtype (float16, bfloat16, float32 or float64) and CUDA
@@ -87,8 +89,8 @@ def mymuladd(a: Tensor, b: Tensor, c: float) -> Tensor:
 
 
 @triton_op("extension_triton::mymul", mutates_args=())
-def mymul(a: Tensor, b: Tensor) -> Tensor:
-    """Returns ``a * b``; as :func:`mymuladd` without c."""
+def mymul_op(a: Tensor, b: Tensor) -> Tensor:
+    """Returns ``a * b``; as :func:`mymuladd_op` without c."""
     _checks.check_inputs("mymul", a, b, interpreted=INTERPRETED)
     out = _output(a, b)
     launch("mymul", a, b, out)
@@ -127,8 +129,62 @@ def _backward_muladd(ctx, grad: Tensor):
     return *_backward(ctx, grad), None  # no gradient for c
 
 
-mymul.register_autograd(_backward, setup_context=_setup_context)
-mymuladd.register_autograd(_backward_muladd, setup_context=_setup_context)
+mymul_op.register_autograd(_backward, setup_context=_setup_context)
+mymuladd_op.register_autograd(_backward_muladd, setup_context=_setup_context)
+
+
+# Note [Forward mode]
+# register_autograd gives an op a backward only. Forward-mode AD
+# (torch.func.jvp, jacfwd, hessian, torch.autograd.forward_ad) passes the op
+# no tangent and gets none back: without more, the ops would return zeros
+# there, silently. PyTorch has no public way to register a jvp for a custom
+# op, so the public functions below add one: in eager mode they apply
+# _Product, an autograd.Function whose jvp is the tangent
+# da * b + a * db and whose backward is the op's own; torch.func uses
+# autograd.Function's jvp, backward and vmap rule. Dynamo can't trace an
+# autograd.Function with a jvp, so under torch.compile and torch.export they
+# call the op itself, whose register_autograd backward the compiled graph
+# differentiates.
+
+
+class _Product(torch.autograd.Function):
+    """``a * b``, plus ``c`` where c is not None: mymul_op or mymuladd_op."""
+
+    @staticmethod
+    def forward(a: Tensor, b: Tensor, c: float | None) -> Tensor:
+        return mymul_op(a, b) if c is None else mymuladd_op(a, b, c)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output) -> None:
+        _setup_context(ctx, inputs, output)
+        ctx.save_for_forward(*inputs[:2])
+
+    backward = staticmethod(_backward_muladd)
+
+    @staticmethod
+    def jvp(ctx, tangent_a, tangent_b, _) -> Tensor:
+        a, b = ctx.saved_tensors
+        terms = [mymul(t, f) for t, f in ((tangent_a, b), (a, tangent_b)) if t is not None]
+        return terms[0] if len(terms) == 1 else terms[0] + terms[1]
+
+    # torch.vmap runs forward under vmap: the ops' own batching rules.
+    generate_vmap_rule = True
+
+
+def mymuladd(a: Tensor, b: Tensor, c: float) -> Tensor:
+    """Returns ``a * b + c`` (:func:`mymuladd_op`), differentiable in a and b
+    in every autodiff mode (Note [Forward mode])."""
+    if torch.compiler.is_compiling():
+        return mymuladd_op(a, b, c)
+    return _Product.apply(a, b, c)
+
+
+def mymul(a: Tensor, b: Tensor) -> Tensor:
+    """Returns ``a * b`` (:func:`mymul_op`), differentiable in a and b in every
+    autodiff mode (Note [Forward mode])."""
+    if torch.compiler.is_compiling():
+        return mymul_op(a, b)
+    return _Product.apply(a, b, None)
 
 
 # Batching rules for torch.vmap: the batch dimension moves to the front of
@@ -144,11 +200,11 @@ def _batch_first(info, in_dims, *tensors: Tensor) -> list:
     ]
 
 
-@mymuladd.register_vmap
+@mymuladd_op.register_vmap
 def _mymuladd_vmap(info, in_dims, a: Tensor, b: Tensor, c: float):
-    return mymuladd(*_batch_first(info, in_dims[:2], a, b), c), 0
+    return mymuladd_op(*_batch_first(info, in_dims[:2], a, b), c), 0
 
 
-@mymul.register_vmap
+@mymul_op.register_vmap
 def _mymul_vmap(info, in_dims, a: Tensor, b: Tensor):
-    return mymul(*_batch_first(info, in_dims, a, b)), 0
+    return mymul_op(*_batch_first(info, in_dims, a, b)), 0
