@@ -249,5 +249,9 @@ def test_triton_kernels_in_the_interpreter():
     passed = int(re.search(r"(\d+) passed", summary).group(1))
     assert passed >= 3 * 2 * len(testing.LAYOUTS) + 2 * len(testing.MODES), summary
     ran = set(re.findall(r"^PASSED \S+\[(\S+)\]$", run.stdout, re.M))
-    modes = {f"{op}-autodiff-cpu-float64-{mode}" for op in ("mymul", "mymuladd") for mode in testing.MODES}
+    modes = {
+        f"{op}-autodiff-cpu-float64-{mode}"
+        for op in ("mymul", "mymuladd")
+        for mode in testing.MODES
+    }
     assert modes <= ran, sorted(modes - ran)
