@@ -26,7 +26,7 @@ OPS_HASH := $(shell cat extension_cpp/*.py stable/extension_cpp_stable/*.py tuto
 export TORCHINDUCTOR_CACHE_DIR ?= $(CURDIR)/build/inductor-$(OPS_HASH)
 
 .PHONY: setup build build-simple test-deps lint format test test-conformance test-simple test-copy tutorial \
-	wheel matrix bench docs docs-deps test-docs clean fuzz sanitize test-huge compute-sanitizer mutate
+	wheel matrix bench docs docs-deps test-docs clean fuzz sanitize test-huge compute-sanitizer mutate gpu
 
 setup: $(STAMP)
 
@@ -125,6 +125,19 @@ test-huge: build
 # compute-sanitizer: memcheck, racecheck, initcheck, synccheck (GPU machine).
 compute-sanitizer: build
 	PY=$(CURDIR)/$(PY) tools/ci/compute_sanitizer.sh
+
+# gpu: everything that needs a CUDA GPU, on a machine with nvcc and a torch
+# already installed, no network (tools/ci/gpu.sh): the three builds, their
+# CUDA cases, the zoo and tests/third_party, the Triton side path, AOTInductor,
+# compute-sanitizer, the tutorial walk and the GPU benchmark, then one
+# summary and the docs' GPU pages in build/gpu/pages. It uses .venv's Python
+# where there is one, else python3 (GPU_PY=...). STEPS=build,cuda,... picks
+# parts: two runs of under 9 minutes each on a 16-core H100 or H200 are
+#   make gpu STEPS=build,cuda,stable,simple,harness
+#   make gpu STEPS=build,triton,aoti,sanitizer,tutorial,bench
+GPU_PY ?= $(if $(wildcard $(PY)),$(CURDIR)/$(PY),python3)
+gpu:
+	PY=$(GPU_PY) tools/ci/gpu.sh
 
 # tests/third_party runs the harness on torchvision's and bitsandbytes' ops:
 # the torchvision release built for requirements/torch.txt's torch, and a

@@ -21,7 +21,7 @@ inside the A/A spread is a tie. Sections (``--sections``, all by default):
   epilogue fusion of user Triton kernels on where this torch has it;
 * first-call: a fresh process's first call of a Triton op (the JIT compiles
   its kernel) with an empty and with a warm Triton cache, against the C++
-  build (``--cpp-build-seconds``: the GPU script times ``pip install -e .``)
+  build (``--cpp-build-seconds``: a timed ``pip install -e .`` from a clean tree)
   and the C++ op's first call;
 * layouts: every layout of benchmarks/layouts.py at 2^24 elements, kernels alone.
 

@@ -265,7 +265,11 @@ def _schemas_fragment() -> str:
 # --------------------------------------------------------------------------
 # Stale results: a part measured before the last change to what it measures
 
-GPU_SCRIPT = "bash benchmarks/triton_gpu_run.sh on a GPU machine"
+
+def _gpu(steps: str) -> str:
+    """The command that reruns a GPU page: make gpu's parts that make it."""
+    return f"make gpu STEPS=build,{steps} on a GPU machine"
+
 
 # What a results page measures (a change there makes it stale) and how to
 # rerun it. Perf pages are split by part below.
@@ -274,14 +278,14 @@ KERNELS = ("csrc", "extension_cpp", "setup.py", "build_options.py")
 TRITON = "tutorial/appendix/triton"
 MEASURES = {
     "tutorial_matrix.md": (("tutorial", *CODE), "make tutorial"),
-    "tutorial_matrix_gpu.md": (("tutorial", *CODE), "make tutorial on a GPU machine"),
+    "tutorial_matrix_gpu.md": (("tutorial", *CODE), _gpu("tutorial")),
     "conformance.md": (CODE, "make test"),
     "conformance-stable.md": ((*CODE, "stable"), "make test"),
-    "conformance-gpu.md": (CODE, "make test on a GPU machine"),
+    "conformance-gpu.md": (CODE, _gpu("cuda")),
     "compatibility.md": ((*CODE, "stable"), "make matrix"),
-    "compute-sanitizer.md": (KERNELS, "make compute-sanitizer on a GPU machine"),
-    "cpp_or_triton.md": ((*KERNELS, TRITON), GPU_SCRIPT),
-    "conformance-triton-gpu.md": (("harness", TRITON), GPU_SCRIPT),
+    "compute-sanitizer.md": (KERNELS, _gpu("sanitizer")),
+    "cpp_or_triton.md": ((*KERNELS, TRITON), _gpu("bench")),
+    "conformance-triton-gpu.md": (("harness", TRITON), _gpu("triton")),
 }
 # A perf page's parts (benchmarks/page.py's TITLES) and what each measures.
 PERF_PARTS = {
@@ -417,7 +421,7 @@ def _tutorial_matrix_fragment() -> str:
     sections = []
     for name, title, command in (
         ("tutorial_matrix.md", "Without a GPU", "make tutorial"),
-        ("tutorial_matrix_gpu.md", "On a GPU machine", "make tutorial on a GPU machine"),
+        ("tutorial_matrix_gpu.md", "On a GPU machine", _gpu("tutorial")),
     ):
         body = _include_or_missing(name, "The tutorial stage matrix", command)
         sections.append(f"**{title}:**\n\n::::{{container}} stage-matrix\n{body}::::\n")
@@ -451,7 +455,7 @@ def _conformance_fragment() -> str:
     ran), then without one, for the classic build and the stable-ABI one."""
     sections = []
     for name, title, command in (
-        ("conformance-gpu.md", "On a GPU machine", "make test on a GPU machine"),
+        ("conformance-gpu.md", "On a GPU machine", _gpu("cuda")),
         ("conformance.md", "Without a GPU", "make test"),
         ("conformance-stable.md", "The stable-ABI build, without a GPU", "make test"),
     ):
@@ -525,7 +529,7 @@ def _cpp_or_triton_fragment() -> str:
     its summary (the full tables stay in the file), titles a level down."""
     path = os.path.join(RESULTS, "cpp_or_triton.md")
     if not os.path.exists(path):
-        return _missing("The side-by-side measurements", path, GPU_SCRIPT)
+        return _missing("The side-by-side measurements", path, _gpu("bench"))
     return (
         f"```{{include}} {_from_srcdir(_results_copy('cpp_or_triton.md'))}\n:heading-offset: 1\n"
         ":end-before: '## Contiguous tensors'\n```\n"
@@ -536,7 +540,7 @@ def _conformance_triton_fragment() -> str:
     """The head of docs/results/conformance-triton-gpu.md: the run and its counts."""
     path = os.path.join(RESULTS, "conformance-triton-gpu.md")
     if not os.path.exists(path):
-        return _missing("The Triton ops' harness results", path, GPU_SCRIPT)
+        return _missing("The Triton ops' harness results", path, _gpu("triton"))
     copy = _results_copy("conformance-triton-gpu.md")
     return f"```{{include}} {_from_srcdir(copy)}\n:end-before: '| test file |'\n```\n"
 

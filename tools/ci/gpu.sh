@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# make gpu: everything that needs a CUDA GPU, in one command, on a machine
+# with a GPU, nvcc and a python3 whose torch is already installed (PY=...),
+# with no network: it builds against that torch and installs nothing else.
+# CI has no GPU; this is the run that proves the CUDA code.
+#
+#   make gpu                                 # every part
+#   make gpu STEPS=build,cuda,stable,simple,harness   # the first of two runs
+#   make gpu STEPS=build,triton,aoti,sanitizer,tutorial,bench   # the second
+#
+# Each part runs in turn, its output in $OUT/<part>.log; a failing part does
+# not stop the others. It ends with one summary (also $OUT/summary.txt):
+# each part, passed or failed, with its seconds, then what only a GPU checks.
+# The results pages the docs show are written into $OUT/pages/ from what ran
+# (docs/results/README.md says how a page reaches the docs).
+#
+# Why a script and not nox or pytest alone: the parts are builds, pytest runs
+# of other builds (EXTENSION_CPP_BUILD, the simple kernels' install folder),
+# compute-sanitizer and benchmarks, each with its own time limit inside a
+# budget, in the one Python the machine has.
+#
+# Variables: PY (python3), STEPS (every part), OUT (build/gpu), BUDGET
+# (seconds for the whole run, 1e9: each part gets at most what is left),
+# WORKERS (pytest-xdist workers, the CPU count), TORCH_CUDA_ARCH_LIST (the
+# GPU's own), EXTENSION_CPP_COMMIT (the commit the tree was copied from, for
+# the pages' stamps, where the tree has no .git).
+set -u
+cd "$(dirname "$0")/../.." || exit 2
+REPO=$(pwd)
+PY=${PY:-python3}
+ALL=build,cuda,stable,simple,harness,triton,aoti,sanitizer,tutorial,bench
+STEPS=${STEPS:-$ALL}
+OUT=${OUT:-build/gpu}
+BUDGET=${BUDGET:-1000000000}
+WORKERS=${WORKERS:-$(nproc)}
+export PYTHONUNBUFFERED=1 MAX_JOBS=${MAX_JOBS:-$(nproc)}
+mkdir -p "$OUT/pages"
+OUT=$(cd "$OUT" && pwd)
+START=$(date +%s)
+FAILED=0
+: >"$OUT/summary.txt"
+
+for part in ${STEPS//,/ }; do
+  [[ ",$ALL," == *",$part,"* ]] || { echo "make gpu: unknown part '$part'; the parts are $ALL" >&2; exit 2; }
+done
+wants() { [[ ",$STEPS," == *",$1,"* ]]; }
+say() { echo "$*" | tee -a "$OUT/summary.txt"; }
+
+# part NAME LIMIT_S COMMAND...: runs COMMAND (output in $OUT/NAME.log) for at
+# most the lesser of LIMIT_S and the budget left, and records the outcome.
+part() {
+  local name=$1 limit=$2
+  shift 2
+  local left=$((BUDGET - ($(date +%s) - START)))
+  ((limit > left)) && limit=$left
+  if ((limit <= 0)); then
+    say "$name: FAILED, not run: the budget of $BUDGET s is spent"
+    FAILED=1
+    return 1
+  fi
+  echo "==> $name (at most $limit s): $*"
+  local t0=$EPOCHREALTIME rc
+  # SIGINT first: pytest, interrupted so, still writes its summary and XML.
+  timeout --signal=INT --kill-after=20 "$limit" "$@" >"$OUT/$name.log" 2>&1
+  rc=$?
+  local seconds
+  seconds=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
+  local last
+  last=$(grep -E '(passed|failed|error|skipped|xfailed)( |,|$).* in [0-9.]+s' "$OUT/$name.log" | tail -n 1 | tr -d '=' | xargs)
+  if ((rc == 0)); then
+    say "$name: passed, $seconds s${last:+ ($last)}"
+  else
+    ((rc == 124 || rc == 137)) && rc="$rc, out of time"
+    say "$name: FAILED (exit $rc), $seconds s${last:+ ($last)}; the end of $name.log:"
+    tail -n 40 "$OUT/$name.log" | sed 's/^/    /'
+    FAILED=1
+  fi
+  [[ $rc == 0 ]]
+}
+
+# pytest with this run's workers, its junit XML kept for the pages.
+pytest_part() {
+  local name=$1 limit=$2
+  shift 2
+  part "$name" "$limit" "$PY" -m pytest -p no:cacheprovider -q -rfE -n "$WORKERS" --dist loadfile \
+    --junitxml="$OUT/$name.xml" "$@"
+}
+
+{
+  echo "make gpu: parts $STEPS"
+  echo "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1), $(nproc) CPUs"
+  "$PY" -c 'import sys, torch; print(f"Python {sys.version.split()[0]}, torch {torch.__version__} (CUDA {torch.version.cuda})")'
+} | tee -a "$OUT/summary.txt"
+"$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else "make gpu: torch sees no CUDA GPU")' || exit 2
+"$PY" -c 'import xdist' 2>/dev/null || { echo "make gpu: needs pytest-xdist (pip install pytest-xdist)" >&2; exit 2; }
+# The GPU's own architecture, unless one is set.
+TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-$("$PY" -c 'import torch; print("%d.%d" % torch.cuda.get_device_capability())')}
+export TORCH_CUDA_ARCH_LIST
+
+export PY OUT REPO WORKERS SIMPLE=$REPO/build/simple-install
+if wants build; then
+  # The harness (pure Python), then the three builds side by side: each
+  # compiles in its own folder (build/temp-fast, build/temp-simple,
+  # stable/build), so a second run on the same machine recompiles nothing.
+  # shellcheck disable=SC2016  # expanded by the inner bash, from the exports
+  part build 400 bash -c '
+    pip=("$PY" -m pip install -q --no-build-isolation --no-deps)
+    "${pip[@]}" -e harness/ || exit 1
+    "${pip[@]}" -e . >"$OUT/build-classic.log" 2>&1 & classic=$!
+    EXTENSION_CPP_KERNELS=simple "${pip[@]}" --upgrade --target "$SIMPLE" . >"$OUT/build-simple.log" 2>&1 & simple=$!
+    "${pip[@]}" -e stable/ >"$OUT/build-stable.log" 2>&1 & stable=$!
+    failed=0
+    for build in classic simple stable; do
+      wait "${!build}" || { echo "the $build build failed:"; tail -n 30 "$OUT/build-$build.log"; failed=1; }
+    done
+    ((failed == 0)) && "$PY" -c "import extension_cpp, extension_cpp_stable, torch
+for ns in (\"extension_cpp\", \"extension_cpp_stable\"):
+    assert torch._C._dispatch_has_kernel_for_dispatch_key(ns + \"::mymul\", \"CUDA\"), ns
+print(\"the classic and stable builds load, with their CUDA kernels\")"'
+fi
+
+# The conformance suite's CUDA cases, once per build (tests/conformance,
+# EXTENSION_CPP_BUILD). test_aoti.py is the aoti part's; test_wheel.py builds
+# wheels into fresh venvs, which needs the network.
+C=tests/conformance
+NOT_HERE=(--ignore="$C/test_aoti.py" --ignore="$C/test_wheel.py")
+wants cuda && EXTENSION_CPP_HUGE=1 pytest_part cuda 420 "$C" -m cuda "${NOT_HERE[@]}"
+wants stable && EXTENSION_CPP_HUGE=1 EXTENSION_CPP_BUILD=stable pytest_part stable 300 "$C" -m cuda "${NOT_HERE[@]}"
+# The simple kernels, from their install folder (as make test-simple runs
+# them), so that `import extension_cpp` finds that build.
+if wants simple; then
+  (cd "$SIMPLE" && EXTENSION_CPP_EXPECT_KERNELS=simple pytest_part simple 240 --rootdir "$REPO" \
+    -c "$REPO/pyproject.toml" "$REPO/$C" -m cuda "${NOT_HERE[@]/=/=$REPO/}") || FAILED=1
+fi
+# The harness's own tests (the zoo, built with its CUDA file) and the
+# third-party libraries installed here, CPU and CUDA cases alike.
+wants harness && pytest_part harness 300 harness/tests tests/third_party
+# The Triton side path: the harness on its ops (every check, every layout,
+# the huge cases), and the appendix's Triton tests.
+wants triton && EXTENSION_CPP_HUGE=1 pytest_part triton 240 tests/tutorial/test_triton.py \
+  tests/tutorial/test_tutorial_appendix.py -k triton
+# AOTInductor: the C++ runner on the exported models, C++ ops and Triton ops.
+wants aoti && pytest_part aoti 240 "$C/test_aoti.py"
+# compute-sanitizer, memcheck and racecheck, on the cases that take each
+# kernel path (tools/ci/compute_sanitizer.sh: any error reported fails).
+if wants sanitizer; then
+  part sanitizer 300 env PY="$PY" OUT="$OUT/sanitizer" TOOLS="memcheck racecheck" \
+    tools/ci/compute_sanitizer.sh -k each_path
+  cp "$OUT/sanitizer/compute-sanitizer.md" "$OUT/pages/" 2>/dev/null
+fi
+# The tutorial walk: every checkpoint built and checked, CUDA cells included.
+if wants tutorial; then
+  part tutorial 360 "$PY" -m tutorial.walk
+  cp build/results/tutorial_matrix_gpu.md "$OUT/pages/" 2>/dev/null
+fi
+# C++/CUDA against the Triton side path (docs/cpp_or_triton.md), last and
+# alone: a quiet GPU. Its sections are written as they finish.
+wants bench && part bench 360 "$PY" -m benchmarks.triton --out "$OUT/pages/cpp_or_triton.md" \
+  --json "$OUT/cpp_or_triton.json"
+
+# The pages, from the junit XML of each part that ran.
+render() {
+  [[ -f $OUT/$1.xml ]] && "$PY" docs/render_results.py "$OUT/$1.xml" --out "$OUT/pages/$2" >/dev/null
+}
+render cuda conformance-gpu.md
+render triton conformance-triton-gpu.md
+
+echo
+shopt -s nullglob
+pages=("$OUT"/pages/*.md)
+say "total: $(($(date +%s) - START)) s; pages written: ${pages[*]##*/}"
+cat <<'EOF' | tee -a "$OUT/summary.txt"
+Only a GPU checks (CI, without one, skips them): the CUDA kernels of the
+classic, stable and simple builds (every conformance check on cuda, with
+cuda_graph and side_stream); the zoo's CUDA bugs and the third-party CUDA
+cases; the Triton kernels compiled for the GPU, under torch.compile, and the
+huge cases (CI runs their eager results, strides, vmap and autodiff cases in
+Triton's interpreter); AOTInductor's Triton model; compute-sanitizer; the
+tutorial's CUDA cells; the GPU benchmarks.
+EOF
+exit $FAILED
