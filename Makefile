@@ -133,8 +133,8 @@ compute-sanitizer: build
 # summary and the docs' GPU pages in build/gpu/pages. It uses .venv's Python
 # where there is one, else python3 (GPU_PY=...). STEPS=build,cuda,... picks
 # parts: two runs of under 9 minutes each on a 16-core H100 or H200 are
-#   make gpu STEPS=build,cuda,stable,simple,harness
-#   make gpu STEPS=build,triton,aoti,sanitizer,tutorial,bench
+#   make gpu STEPS=build,cuda,stable,simple,harness,third-party,triton,huge,sanitizer
+#   make gpu STEPS=build,aoti,tutorial,bench
 GPU_PY ?= $(if $(wildcard $(PY)),$(CURDIR)/$(PY),python3)
 gpu:
 	PY=$(GPU_PY) tools/ci/gpu.sh

@@ -4,9 +4,9 @@
 # with no network: it builds against that torch and installs nothing else.
 # CI has no GPU; this is the run that proves the CUDA code.
 #
-#   make gpu                                 # every part
-#   make gpu STEPS=build,cuda,stable,simple,harness   # the first of two runs
-#   make gpu STEPS=build,triton,aoti,sanitizer,tutorial,bench   # the second
+#   make gpu                    # every part
+#   make gpu STEPS=build,cuda,stable,simple,harness,third-party,triton,huge,sanitizer
+#   make gpu STEPS=build,aoti,tutorial,bench      # (the same, in two runs)
 #
 # Each part runs in turn, its output in $OUT/<part>.log; a failing part does
 # not stop the others. It ends with one summary (also $OUT/summary.txt):
@@ -28,7 +28,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 2
 REPO=$(pwd)
 PY=${PY:-python3}
-ALL=build,cuda,stable,simple,harness,triton,aoti,sanitizer,tutorial,bench
+ALL=build,cuda,stable,simple,harness,third-party,triton,huge,aoti,sanitizer,tutorial,bench
 STEPS=${STEPS:-$ALL}
 OUT=${OUT:-build/gpu}
 BUDGET=${BUDGET:-1000000000}
@@ -78,11 +78,13 @@ part() {
   [[ $rc == 0 ]]
 }
 
-# pytest with this run's workers, its junit XML kept for the pages.
+# pytest with this run's workers, each taking the next test wherever it is
+# (--dist load: the long files no longer run in one worker), its junit XML
+# kept for the pages.
 pytest_part() {
   local name=$1 limit=$2
   shift 2
-  part "$name" "$limit" "$PY" -m pytest -p no:cacheprovider -q -rfE -n "$WORKERS" --dist loadfile \
+  part "$name" "$limit" "$PY" -m pytest -p no:cacheprovider -q -rfE -n "$WORKERS" --dist load \
     --junitxml="$OUT/$name.xml" "$@"
 }
 
@@ -120,27 +122,40 @@ print(\"the classic and stable builds load, with their CUDA kernels\")"'
 fi
 
 # The conformance suite's CUDA cases, once per build (tests/conformance,
-# EXTENSION_CPP_BUILD). test_aoti.py is the aoti part's; test_wheel.py builds
-# wheels into fresh venvs, which needs the network.
+# EXTENSION_CPP_BUILD), but those past 2^31 elements (the huge part's).
+# test_aoti.py is the aoti part's; test_wheel.py builds wheels into fresh
+# venvs, which needs the network.
 C=tests/conformance
 NOT_HERE=(--ignore="$C/test_aoti.py" --ignore="$C/test_wheel.py")
-wants cuda && EXTENSION_CPP_HUGE=1 pytest_part cuda 420 "$C" -m cuda "${NOT_HERE[@]}"
-wants stable && EXTENSION_CPP_HUGE=1 EXTENSION_CPP_BUILD=stable pytest_part stable 300 "$C" -m cuda "${NOT_HERE[@]}"
+CUDA=(-m "cuda and not huge")
+wants cuda && pytest_part cuda 300 "$C" "${CUDA[@]}" "${NOT_HERE[@]}"
+wants stable && EXTENSION_CPP_BUILD=stable pytest_part stable 300 "$C" "${CUDA[@]}" "${NOT_HERE[@]}"
 # The simple kernels, from their install folder (as make test-simple runs
 # them), so that `import extension_cpp` finds that build.
 if wants simple; then
   (cd "$SIMPLE" && EXTENSION_CPP_EXPECT_KERNELS=simple pytest_part simple 240 --rootdir "$REPO" \
-    -c "$REPO/pyproject.toml" "$REPO/$C" -m cuda "${NOT_HERE[@]/=/=$REPO/}") || FAILED=1
+    -c "$REPO/pyproject.toml" "$REPO/$C" "${CUDA[@]}" "${NOT_HERE[@]/=/=$REPO/}") || FAILED=1
 fi
-# The harness's own tests (the zoo, built with its CUDA file) and the
-# third-party libraries installed here, CPU and CUDA cases alike.
-wants harness && pytest_part harness 300 harness/tests tests/third_party
-# The Triton side path: the harness on its ops (every check, every layout,
-# the huge cases), and the appendix's Triton tests.
-wants triton && EXTENSION_CPP_HUGE=1 pytest_part triton 240 tests/tutorial/test_triton.py \
-  tests/tutorial/test_tutorial_appendix.py -k triton
-# AOTInductor: the C++ runner on the exported models, C++ ops and Triton ops.
-wants aoti && pytest_part aoti 240 "$C/test_aoti.py"
+# The harness's own tests (the zoo runs each op's CPU and CUDA cases, built
+# with its CUDA file), then the third-party libraries' CUDA cases.
+wants harness && pytest_part harness 240 harness/tests -m "not huge"
+wants third-party && pytest_part third-party 240 tests/third_party -m "cuda and not huge"
+# The Triton side path: the harness on its ops (every check, every layout),
+# and the appendix's Triton tests.
+wants triton && pytest_part triton 240 tests/tutorial/test_triton.py \
+  tests/tutorial/test_tutorial_appendix.py -k triton -m "not huge"
+# Tensors past 2^31 elements (4 GiB and more each), one test at a time: the
+# classic and stable builds', the Triton ops' and the zoo's.
+if wants huge; then
+  # shellcheck disable=SC2016  # expanded by the inner bash, from the exports
+  part huge 240 env EXTENSION_CPP_HUGE=1 bash -c '
+    pytest=("$PY" -m pytest -p no:cacheprovider -q -rfE -m huge)
+    "${pytest[@]}" --junitxml="$OUT/huge.xml" tests/conformance tests/tutorial/test_triton.py harness/tests &&
+      EXTENSION_CPP_BUILD=stable "${pytest[@]}" tests/conformance'
+fi
+# AOTInductor: the C++ runner on the exported models, of the C++ ops and of
+# the Triton ops, on the GPU (make test runs the CPU one).
+wants aoti && pytest_part aoti 240 "$C/test_aoti.py" -m cuda
 # compute-sanitizer, memcheck and racecheck, on the cases that take each
 # kernel path (tools/ci/compute_sanitizer.sh: any error reported fails).
 if wants sanitizer; then
