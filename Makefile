@@ -139,12 +139,14 @@ GPU_PY ?= $(if $(wildcard $(PY)),$(CURDIR)/$(PY),python3)
 gpu:
 	PY=$(GPU_PY) tools/ci/gpu.sh
 
-# tests/third_party runs the harness on torchvision's and bitsandbytes' ops:
-# the torchvision release built for requirements/torch.txt's torch, and a
-# pinned bitsandbytes (its findings are this release's), each without its
-# dependencies (they would replace that torch).
+# tests/third_party runs the harness on torchvision's, bitsandbytes' and
+# fbgemm's ops: the torchvision release built for requirements/torch.txt's
+# torch, and pinned bitsandbytes and fbgemm-gpu-cpu releases (their findings
+# are those releases'), each without its dependencies (they would replace
+# that torch).
 TORCHVISION ?= 0.29.1
 BITSANDBYTES ?= 0.50.2
+FBGEMM ?= 1.9.0
 test-deps: setup
 	@$(PY) -c "import torchvision" 2>/dev/null || { \
 		echo "==> installing torchvision $(TORCHVISION) for tests/third_party"; \
@@ -152,6 +154,9 @@ test-deps: setup
 	@$(PY) -c "import bitsandbytes" 2>/dev/null || { \
 		echo "==> installing bitsandbytes $(BITSANDBYTES) for tests/third_party"; \
 		$(PY) -m pip install --progress-bar off -q --no-deps bitsandbytes==$(BITSANDBYTES); }
+	@$(PY) -c "import fbgemm_gpu" 2>/dev/null || { \
+		echo "==> installing fbgemm-gpu-cpu $(FBGEMM) for tests/third_party"; \
+		$(PY) -m pip install --progress-bar off -q --no-deps fbgemm-gpu-cpu==$(FBGEMM); }
 
 # EXTENSION_CPP_HUGE=1: the tests past 2^31 elements (about 20 s and 4.6 GiB
 # on the CPU) run here; a bare pytest skips them.
