@@ -11,19 +11,23 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import re
 import warnings
+import zlib
 from typing import TYPE_CHECKING, Callable
 
 import torch
 from torch._dynamo.testing import CompileCounterWithBackend
 from torch._subclasses.fake_tensor import DynamicOutputShapeException, FakeTensorMode
 from torch.autograd import gradcheck, gradgradcheck
+from torch.autograd.gradcheck import GradcheckError
 from torch.fx.experimental import _config as fx_config
+from torch.testing._internal.optests.aot_autograd import aot_autograd_check
 from torch.utils import _pytree as pytree
 
 from .autodiff import MODES
-from .case import HUGE_NUMEL, Case, ConformanceFailure
-from .layouts import out_like, random_tensor, write_special_values
+from .case import HUGE_NUMEL, AcceptedLimitation, Case, ConformanceFailure
+from .layouts import copy_args, out_like, random_tensor, write_special_values
 
 if TYPE_CHECKING:
     from .spec import OpSpec
@@ -45,6 +49,20 @@ class Failed(Exception):
         self.fix = fix
 
 
+class Accepted(Failed):
+    """A finding the OpSpec declares as PyTorch's limitation, not the op's
+    bug (``silent_modes``): reported as accepted, never as a failure."""
+
+
+class SpecError(Exception):
+    """The OpSpec, not the op, is wrong for this case: the failure names the
+    field to fix."""
+
+    def __init__(self, what: str, field: str, fix: str | None = None):
+        super().__init__(what)
+        self.field, self.fix = field, fix
+
+
 @dataclasses.dataclass(frozen=True)
 class Check:
     """One check: the function that runs a case, and what to do when it fails."""
@@ -55,11 +73,18 @@ class Check:
 
 def run_check(spec: OpSpec, case: Case) -> None:
     check = CHECKS[case.check]
+    # The case's own seed: a rerun, alone or in any order, draws the same inputs.
+    torch.manual_seed(zlib.crc32(case.id.encode()))
     try:
         with _current_stream_kept(case), _trace_log_kept_to_torch():
             check.run(spec, case)
     except ConformanceFailure:
         raise
+    except Accepted as e:
+        raise AcceptedLimitation(case.check, case.id, str(e), e.fix) from None
+    except SpecError as e:
+        fix = f"fix OpSpec({e.field}=...)" + (f": {e.fix}" if e.fix else "")
+        raise ConformanceFailure(case.check, case.id, f"the OpSpec: {e}", fix) from None
     except Failed as e:
         fix = e.fix or _fix_for(spec, case, e)
         raise ConformanceFailure(case.check, case.id, str(e), fix) from None
@@ -154,6 +179,42 @@ SPECIALISED_INT_FIX = (
     "torch.export specialise an int or int[] argument on its value (a recompile, or a failed "
     "guard, for each new size). Declare {symint} in the schema, so that a size can stay symbolic"
 )
+DIM_RANGE_FIX = (
+    "torch.export found that the op needs a dynamic dimension in a range ({suggested}): "
+    "where that range is the op's contract, declare it in the OpSpec, "
+    "dynamic_dims={{argument: {{dimension: torch.export.Dim(name, min=..., max=...)}}}}; "
+    "if the op should take any size, its fake kernel specialises it (a branch on the size)"
+)
+UNMARKED_WRITE_FIX = (
+    "the schema must say what the op writes: mark the argument Tensor(a!) (in Python, "
+    "custom_op's mutates_args), or torch.compile and functionalization assume it unchanged"
+)
+# The errors that say the op's output has no autograd history: no derivative
+# is registered.
+NOT_DIFFERENTIATED = (
+    "does not require grad and does not have a grad_fn",
+    "at least one output tensor that requires grad",
+)
+NO_DERIVATIVE_FIX = (
+    "the op's outputs carry no gradient: register a backward "
+    "(torch.library.register_autograd, or a C++ autograd kernel), or declare "
+    "OpSpec(differentiable=False) if the op has no derivative"
+)
+# gradgradcheck's Jacobian mismatch (gradcheck's is its check's own fix).
+JACOBIAN_MISMATCH_FIX = (
+    "the backward's own derivative disagrees with finite differences: the backward is "
+    "differentiable, but its formula is wrong for some inputs (a factor, a term), or an op it "
+    "calls has a wrong backward"
+)
+NOT_REENTRANT_FIX = (
+    "the backward gives different results on two runs with the same inputs: make it "
+    "deterministic, or declare OpSpec(nondeterministic=True) if it sums with atomic adds"
+)
+SILENT_MODE_FIX = (
+    "declared in OpSpec(silent_modes=): torch.library.register_autograd gives no "
+    "forward-mode derivative and no error. To make the mode right, apply an "
+    "autograd.Function with a jvp in the op's public function (docs: check_your_op)"
+)
 CRASH_FIX = (
     "the kernel crashed the process instead of raising: run the case alone in this process "
     "(EXTENSION_CPP_TESTING_ISOLATE=0 pytest -k '<case>') under gdb or a sanitizer build, "
@@ -171,6 +232,10 @@ def _fix_for(spec: OpSpec, case: Case, e: BaseException) -> str:
         specialised = _specialised_ints(spec, case)
         if specialised:
             return specialised
+    if case.check == "export":
+        suggested = re.search(r"^.*Dim\([^)]*\b(?:min|max)=.*$", str(e), re.M)
+        if suggested:
+            return DIM_RANGE_FIX.format(suggested=suggested[0].strip())
     if case.check in _NEEDS_FAKE:
         if isinstance(e, DynamicOutputShapeException) and not spec.dynamic_output:
             return DYNAMIC_OUTPUT_FIX
@@ -242,18 +307,21 @@ def _message(e: BaseException) -> str:
     return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
 
 
-def _clone(args) -> list:
-    return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
-
-
 def _describe(t) -> str:
     if not isinstance(t, torch.Tensor):
         return repr(t)
     return f"sizes {list(t.shape)}, strides {list(t.stride())}, {t.dtype}, {t.device}"
 
 
+def _layout(spec: OpSpec, case: Case) -> str:
+    """The layout a case runs on: its own, or the check's usual one."""
+    if case.layout is not None:
+        return case.layout
+    return spec.autodiff_layout if case.check == "autodiff" else spec.base_layout
+
+
 def _fresh_args(spec: OpSpec, case: Case, **kw) -> list:
-    args = spec.sample(case.layout or spec.base_layout, case.dtype, case.device, **kw)
+    args = spec.sample(_layout(spec, case), case.dtype, case.device, **kw)
     if case.variant and case.variant.startswith("out-"):
         layout = case.variant[len("out-") :]
         for i in spec.out_positions(args):
@@ -362,9 +430,10 @@ def check_results(spec: OpSpec, case: Case) -> None:
     mutated = spec.mutated_positions(args)
     kept = [i for i in positions if i not in mutated]
     before = {i: args[i].clone() for i in kept}
-    # The reference gets copies, from the inputs as given, should the op change them.
-    reference_args = _clone(args[: len(args) - spec.n_out])
-    want = spec.reference(*reference_args)
+    # The reference gets copies, from the inputs as given, should the op
+    # change them (the outs' places kept, so that positions match).
+    reference_args = copy_args(args)
+    want = spec.reference(*spec.inputs_of(reference_args))
     got = spec.call(args)
     try:
         assert_effects(spec, got, args, want, reference_args)
@@ -449,7 +518,7 @@ def _same_size(fake_size, real_size: int, dynamic: bool) -> bool:
 
 def check_fake(spec: OpSpec, case: Case) -> None:
     args = _fresh_args(spec, case)
-    fake_result, fake_args = _fake_call(spec, _clone(args))
+    fake_result, fake_args = _fake_call(spec, copy_args(args))
     real_result = spec.invoke(args)
     for i in spec.mutated_positions(args):
         if _meta(fake_args[i]) != _meta(args[i]):
@@ -520,36 +589,111 @@ OPCHECK_UTILS = (
 )
 
 
-def _with_grad(spec: OpSpec, args) -> list:
-    grad = set(spec.grad_positions(args))
-    return [a.detach().requires_grad_() if i in grad else a for i, a in enumerate(args)]
+def differentiable_tensor(a) -> bool:
+    """A tensor that can carry a gradient: floating-point or complex."""
+    return isinstance(a, torch.Tensor) and (a.is_floating_point() or a.is_complex())
+
+
+def floating_outputs(result) -> tuple:
+    """The op's outputs that can carry a gradient, in order: integer outputs
+    (lengths, codes, indices) have no derivative, and PyTorch's gradient
+    tools fail on them."""
+    return tuple(o for o in outputs(result) if differentiable_tensor(o))
+
+
+def _with_grad(spec: OpSpec, case: Case, args) -> list:
+    grad = set(spec.grad_positions(args, _layout(spec, case)))
+    return [
+        a.detach().requires_grad_() if i in grad and differentiable_tensor(a) else a
+        for i, a in enumerate(args)
+    ]
+
+
+# The AOT tests of opcheck, which sum every output to differentiate it.
+AOT_DISPATCH = {"test_aot_dispatch_static": False, "test_aot_dispatch_dynamic": True}
 
 
 def check_opcheck(spec: OpSpec, case: Case) -> None:
     args = _fresh_args(spec, case)
-    if case.variant == "requires_grad":
-        args = _with_grad(spec, args)
     overload = spec.overload(args)
+    unmarked = spec.unmarked_writes(overload)
+    if unmarked:
+        names = ", ".join(spec.arg_name(i) for i in unmarked)
+        raise Failed(
+            f"the op writes {names} (OpSpec(mutates=)), but its schema {overload._schema} "
+            "does not mark it Tensor(a!)",
+            fix=UNMARKED_WRITE_FIX,
+        )
+    if case.variant == "requires_grad":
+        args = _with_grad(spec, case, args)
     utils = OPCHECK_UTILS
     if spec.dynamic_output:
         # A data-dependent size can't be traced with static shapes: torch.library's
         # own opcheck leaves test_aot_dispatch_static out by default.
         utils = tuple(u for u in utils if u != "test_aot_dispatch_static")
+    aot_own = ()
+    if case.variant == "requires_grad":
+        with torch.no_grad():
+            result = spec.invoke(copy_args(args))
+        if len(floating_outputs(result)) != len([o for o in outputs(result) if o is not None]):
+            # opcheck's AOT tests add every output into one sum, which fails
+            # on an integer output before a floating-point one ("result type
+            # Float can't be cast to ... Long"): the same tests on the
+            # floating-point outputs alone.
+            aot_own = tuple(u for u in utils if u in AOT_DISPATCH)
+            utils = tuple(u for u in utils if u not in AOT_DISPATCH)
     with warnings.catch_warnings():
         # opcheck's test_aot_dispatch_static reads .grad of non-leaf tensors it
         # makes itself (torch/testing/_internal/optests/aot_autograd.py).
         warnings.filterwarnings("ignore", "The .grad attribute of a Tensor that is not a leaf")
-        result = torch.library.opcheck(overload, tuple(args), test_utils=utils)
-    failed = {k: v for k, v in result.items() if v != "SUCCESS"}
-    if failed:
-        raise Failed(f"opcheck: {failed}")
+        torch.library.opcheck(overload, tuple(args), test_utils=utils)
+        for util in aot_own:
+            try:
+                aot_autograd_check(
+                    lambda *a: floating_outputs(overload(*a)),
+                    tuple(args),
+                    {},
+                    AOT_DISPATCH[util],
+                    check_gradients="auto",
+                    copy_inputs=True,
+                )
+            except Exception as e:  # noqa: BLE001  (reported as opcheck's, by test name)
+                raise Failed(
+                    f"opcheck's {util}, on the floating-point outputs: "
+                    f"{type(e).__name__}: {_first_lines(e)}"
+                ) from None
+
+
+# Gradient checks by dtype: finite differences (gradcheck's eps, atol and
+# rtol), and how far the op's derivative in an autodiff mode may be from the
+# reference's. In float64 a wrong formula is off by many orders more than
+# rounding. In float32 the central differences' rounding error is about
+# eps_float32 / eps (1e-4) and the truncation error eps^2 (1e-6): a derivative
+# wrong by a sign, a factor or a term is still off by far more than 1e-3,
+# but one wrong by a relative 1e-4 is not seen.
+GRAD_TOLERANCES = {
+    torch.float64: dict(eps=1e-6, atol=1e-5, rtol=1e-3),
+    torch.float32: dict(eps=1e-3, atol=1e-3, rtol=1e-3),
+}
+AUTODIFF_TOLERANCES = {
+    torch.float64: dict(rtol=1e-10, atol=1e-12),
+    torch.float32: dict(rtol=1e-4, atol=1e-5),
+}
+AUTODIFF_TOLERANCE = AUTODIFF_TOLERANCES[torch.float64]
 
 
 def _differentiable_call(spec: OpSpec, case: Case, small=True):
     """(f, ref, xs): f(*xs) calls the op with the tensors xs in the places of its
     differentiable arguments, the others as sampled."""
     args = _fresh_args(spec, case, small=small)
-    positions = spec.grad_positions(args)
+    chosen = spec.grad_positions(args, _layout(spec, case))
+    positions = [i for i in chosen if differentiable_tensor(args[i])]
+    if not positions:
+        raise SpecError(
+            f"no argument to differentiate in this sample: grad_args gives {chosen}, and "
+            "none is a floating-point tensor here (declare the layout's own, or () for none)",
+            "grad_args",
+        )
 
     def with_xs(fn):
         def call(*xs):
@@ -564,6 +708,19 @@ def _differentiable_call(spec: OpSpec, case: Case, small=True):
     return with_xs(lambda *a: spec.invoke(a)), with_xs(spec.reference), xs
 
 
+def _floating_function(spec: OpSpec, f, xs):
+    """f, returning its floating-point outputs only (a tuple), after a call
+    that shows it has one."""
+    with torch.no_grad():
+        if not floating_outputs(f(*[x.detach() for x in xs])):
+            raise SpecError(
+                "the op returns no floating-point tensor here, so it has no derivative to check",
+                "differentiable",
+                "declare OpSpec(differentiable=False)",
+            )
+    return lambda *x: floating_outputs(f(*x))
+
+
 def _nondet_tol(spec: OpSpec) -> float:
     """How far two runs of the backward may differ (float64): none, or for an
     op that declares nondeterministic=True, atomic adds' reordering."""
@@ -571,13 +728,34 @@ def _nondet_tol(spec: OpSpec) -> float:
 
 
 def check_gradcheck(spec: OpSpec, case: Case) -> None:
-    f, _, xs = _differentiable_call(spec, case)
-    gradcheck(f, tuple(xs), fast_mode=False, nondet_tol=_nondet_tol(spec))
+    _run_gradcheck(spec, case, gradcheck, fast_mode=False)
 
 
 def check_gradgradcheck(spec: OpSpec, case: Case) -> None:
+    _run_gradcheck(spec, case, gradgradcheck)
+
+
+def _run_gradcheck(spec: OpSpec, case: Case, tool, **kw) -> None:
+    """gradcheck or gradgradcheck on the op's floating-point outputs, with
+    the tolerances of the case's dtype; each kind of error gets its fix."""
     f, _, xs = _differentiable_call(spec, case)
-    gradgradcheck(f, tuple(xs), nondet_tol=_nondet_tol(spec))
+    f = _floating_function(spec, f, xs)
+    with warnings.catch_warnings():
+        # Its advice to check in float64: float32 is the OpSpec's choice
+        # (grad_dtype), with tolerances to match (GRAD_TOLERANCES).
+        warnings.filterwarnings("ignore", "Input #\\d+ requires gradient and is not a double")
+        try:
+            tool(f, tuple(xs), nondet_tol=_nondet_tol(spec), **GRAD_TOLERANCES[case.dtype], **kw)
+        except GradcheckError as e:
+            mismatch = "Jacobian mismatch" in str(e)
+            fix = JACOBIAN_MISMATCH_FIX if mismatch and tool is gradgradcheck else None
+            if "not reentrant" in str(e):
+                fix = NOT_REENTRANT_FIX
+            raise Failed(f"GradcheckError: {_first_lines(e)}", fix=fix) from None
+        except RuntimeError as e:
+            if any(words in str(e) for words in NOT_DIFFERENTIATED):
+                raise Failed(f"RuntimeError: {_message(e)}", fix=NO_DERIVATIVE_FIX) from None
+            raise
 
 
 def _floating_outputs(fn):
@@ -585,37 +763,37 @@ def _floating_outputs(fn):
     modes differentiate one), flattened and joined where there are several."""
 
     def call(*xs):
-        found = [o for o in outputs(fn(*xs)) if isinstance(o, torch.Tensor)]
-        found = [o for o in found if o.is_floating_point()]
+        found = floating_outputs(fn(*xs))
         return found[0] if len(found) == 1 else torch.cat([o.flatten() for o in found])
 
     return call
 
 
-# A derivative in float64 of float64 inputs: the op's and the reference's
-# differ in rounding only, many orders below an error in a formula.
-AUTODIFF_TOLERANCE = dict(rtol=1e-10, atol=1e-12)
-
-
 def check_autodiff(spec: OpSpec, case: Case) -> None:
     """A claimed mode gives the reference's derivative; a mode the op does not
-    claim (variant ``<mode>-raises``) raises."""
-    mode = case.variant.removesuffix("-raises")
+    claim (variant ``<mode>-raises``) raises; a mode declared silent
+    (``<mode>-silent``, OpSpec.silent_modes) gives what PyTorch's limitation
+    makes it give, a zero or missing derivative, and nothing else."""
+    mode = case.variant.removesuffix("-raises").removesuffix("-silent")
     f, ref, xs = _differentiable_call(spec, case)
+    _floating_function(spec, f, xs)
     f, ref = _floating_outputs(f), _floating_outputs(ref)
     xs = [x.detach() for x in xs]
     gen = torch.Generator().manual_seed(0)
     ts = [torch.randn(x.shape, generator=gen, dtype=x.dtype).to(x.device) for x in xs]
     run = MODES[mode]
+    if case.variant.endswith("-silent"):
+        _check_silent(spec, mode, lambda: run(f, xs, ts), lambda: run(ref, xs, ts))
+        return
     if mode not in spec.autodiff:
-        _check_raises(mode, lambda: run(f, xs, ts), lambda: run(ref, xs, ts))
+        _check_raises(spec, mode, lambda: run(f, xs, ts), lambda: run(ref, xs, ts))
         return
     got = run(f, xs, ts)
     want = run(ref, xs, ts)
     if any(leaf is None for leaf in _leaves(got)):
         raise Failed(f"{mode} gave None (a missing tangent), not the derivative")
     try:
-        torch.testing.assert_close(got, want, **AUTODIFF_TOLERANCE)
+        torch.testing.assert_close(got, want, **AUTODIFF_TOLERANCES[case.dtype])
     except AssertionError as e:
         raise Failed(f"{mode} differs from the reference's: {_first_lines(e)}") from None
 
@@ -624,39 +802,76 @@ def _leaves(result) -> list:
     return pytree.tree_leaves(result, is_leaf=lambda x: x is None)
 
 
-def _check_raises(mode: str, run, reference) -> None:
-    """run() must raise. Warnings are recorded, not raised: a mode that only
-    warns and returns an answer is as silent as one that does not warn."""
+def _run_recording_warnings(run):
+    """(run()'s result or None, its error or None, the op's own warnings).
+    Warnings are recorded, not raised: a mode that only warns and returns an
+    answer is as silent as one that does not warn."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            got = run()
-        except Exception:  # noqa: BLE001  (any error is what an unclaimed mode must give)
-            return
+            got, error = run(), None
+        except Exception as e:  # noqa: BLE001  (the error is what is judged)
+            got, error = None, e
+    # The op's own warnings, not torch's notices of deprecated APIs.
+    notices = (DeprecationWarning, FutureWarning)
+    return got, error, [w for w in caught if not issubclass(w.category, notices)]
+
+
+def _what_it_gave(spec: OpSpec, got, reference) -> tuple[str, str]:
+    """(what a mode returned, said against the reference's derivative: one
+    of "missing", "reference", "zeros", "other"; and those words)."""
     try:
         want = reference()
     except Exception:  # noqa: BLE001  (a reference that has no such derivative: say what the op gave)
         want = None
     leaves, wanted = _leaves(got), _leaves(want) if want is not None else None
-    fix = UNCLAIMED_MODE_FIX
     if any(leaf is None for leaf in leaves):
-        what = "None where a derivative belongs (a missing tangent)"
-    elif wanted is not None and _close(leaves, wanted):
-        what, fix = "the reference's derivative", CLAIM_THE_MODE_FIX.format(mode=mode)
-    elif wanted is not None and all(
+        return "missing", "None where a derivative belongs (a missing tangent)"
+    if wanted is not None and _close(leaves, wanted):
+        return "reference", "the reference's derivative"
+    if wanted is not None and all(
         not g.any() for g, w in zip(leaves, wanted) if not _close([g], [w])
     ):
-        what = "zeros where the reference's derivative is not zero"
-    else:
-        what = "a derivative that differs from the reference's"
-    # The op's own warning, not torch's notices of deprecated APIs.
-    notices = (DeprecationWarning, FutureWarning)
-    own = [w for w in caught if not issubclass(w.category, notices)]
-    said = f" (warning: {_message(own[0].message)})" if own else ""
+        return "zeros", "zeros where the reference's derivative is not zero"
+    return "other", "a derivative that differs from the reference's"
+
+
+def _check_raises(spec: OpSpec, mode: str, run, reference) -> None:
+    """run() must raise."""
+    got, error, warned = _run_recording_warnings(run)
+    if error is not None:
+        return
+    kind, what = _what_it_gave(spec, got, reference)
+    fix = CLAIM_THE_MODE_FIX.format(mode=mode) if kind == "reference" else UNCLAIMED_MODE_FIX
+    said = f" (warning: {_message(warned[0].message)})" if warned else ""
     raise Failed(
         f"{mode}: a mode the OpSpec does not claim (autodiff=), so it must raise; it returned "
         f"{what}{said}",
         fix=fix,
+    )
+
+
+def _check_silent(spec: OpSpec, mode: str, run, reference) -> None:
+    """A mode in OpSpec.silent_modes: it may return a zero or missing
+    derivative (PyTorch's limitation, declared), which is reported as
+    accepted. Raising, or the reference's derivative, passes: the case is a
+    strict expected failure, so it then says the declaration can go. Any
+    other answer is the op's failure."""
+    got, error, _ = _run_recording_warnings(run)
+    if error is not None:
+        return
+    kind, what = _what_it_gave(spec, got, reference)
+    if kind == "reference":
+        return
+    if kind in ("missing", "zeros"):
+        raise Accepted(
+            f"{mode} returned {what}: PyTorch's limitation, accepted by OpSpec(silent_modes=)",
+            fix=SILENT_MODE_FIX,
+        )
+    raise Failed(
+        f"{mode} (declared silent: OpSpec(silent_modes=)) returned {what}: not a zero or "
+        "missing derivative, so not the declared limitation",
+        fix=CHECKS["autodiff"].fix,
     )
 
 
@@ -676,7 +891,7 @@ def check_vmap(spec: OpSpec, case: Case) -> None:
     calls give. PyTorch's fallback (a loop with a performance warning) is
     switched off, so an op without a batching rule fails here."""
     samples = [_fresh_args(spec, case, small=True) for _ in range(3)]
-    results = [spec.call(_clone(s)) for s in samples]
+    results = [spec.call(copy_args(s)) for s in samples]
     singles = [outputs(r) for r in results]
     positions = spec.tensor_positions(samples[0])
     batched = list(samples[0])
@@ -738,7 +953,7 @@ def _dynamo_config(spec: OpSpec):
 
 def check_compile(spec: OpSpec, case: Case) -> None:
     args = _fresh_args(spec, case)
-    eager_args = _clone(args)
+    eager_args = copy_args(args)
     eager = spec.call(eager_args)
     torch._dynamo.reset()
     counter = CompileCounterWithBackend("inductor")
@@ -765,7 +980,7 @@ def check_dynamic(spec: OpSpec, case: Case) -> None:
     with _dynamo_config(spec), no_duck, torch._dynamo.config.patch(error_on_recompile=True):
         for rows in DYNAMIC_ROWS:
             args = _fresh_args(spec, case, rows=rows)
-            eager_args = _clone(args)
+            eager_args = copy_args(args)
             eager = spec.call(eager_args)
             assert_effects(spec, compiled(*args), args, eager, eager_args)
 
@@ -795,7 +1010,11 @@ def check_export(spec: OpSpec, case: Case) -> None:
             return f(*(full[i] for i in range(len(full))))
 
     names = spec.dynamic_dims_of(args)
-    dims = {name: torch.export.Dim(name) for dim_names in names for name in dim_names.values()}
+    # A name makes a Dim of any size; a Dim given in the OpSpec keeps its range.
+    dims = {}
+    for dim_names in names:
+        for v in dim_names.values():
+            dims.setdefault(_dim_name(v), torch.export.Dim(v) if isinstance(v, str) else v)
     # An int that follows rows is dynamic where the schema lets it be
     # (SymInt); torch.export takes no named Dim for an int, only AUTO.
     auto = getattr(torch.export.Dim, "AUTO", None)
@@ -803,7 +1022,7 @@ def check_export(spec: OpSpec, case: Case) -> None:
     def dynamic(i):
         a, b = args[i], new[i]
         if isinstance(a, torch.Tensor):
-            return {d: dims[name] for d, name in names[i].items()} or None
+            return {d: dims[_dim_name(v)] for d, v in names[i].items()} or None
         if isinstance(a, (list, tuple)):
             same = isinstance(b, (list, tuple)) and len(a) == len(b)
             return [auto if same and x != y else None for x, y in zip(a, b if same else a)]
@@ -827,10 +1046,14 @@ def check_export(spec: OpSpec, case: Case) -> None:
                 fix="give it one value whatever rows is, or leave export out with "
                 "OpSpec(skip={'export': why})",
             )
-    eager_args = _clone(new)
+    eager_args = copy_args(new)
     eager = spec.call(eager_args)
     got = exported.module()(*(new[i] for i in inputs))
     assert_effects(spec, got, new, eager, eager_args)
+
+
+def _dim_name(v) -> str:
+    return v if isinstance(v, str) else v.__name__
 
 
 def _same_constant(x, y) -> bool:
@@ -951,7 +1174,7 @@ def check_cuda_graph(spec: OpSpec, case: Case) -> None:
         args[i].copy_(fresh[i])
     # What the op gives on these inputs outside a graph: the replay must give
     # the same (whether that is right is the results check's business).
-    eager_args = _clone(args)
+    eager_args = copy_args(args)
     eager = spec.call(eager_args)
     graph.replay()
     torch.cuda.synchronize()
@@ -972,7 +1195,7 @@ def check_side_stream(spec: OpSpec, case: Case) -> None:
     first = spec.tensor_positions(args)[0]
     # What the op gives on these inputs on the current stream: the side
     # stream's call must give the same.
-    eager_args = _clone(args)
+    eager_args = copy_args(args)
     want = spec.call(eager_args)
     filled = args[first].clone()
     args[first] = torch.zeros_like(filled)
@@ -996,11 +1219,23 @@ BAD_INPUT_KINDS = ("dtype", "shape", "device", "out-overlap", "out-internal-over
 
 
 def _wrong_dtype(spec: OpSpec, t: torch.Tensor) -> torch.dtype:
-    """A dtype the op does not take for t: an integer one for a floating-point
-    input, a floating-point one for an integer input."""
-    candidates = (torch.int64, torch.int32) if t.is_floating_point() else (torch.float32,)
-    candidates += (torch.float64, torch.bool)
-    return next(d for d in candidates if d not in spec.dtypes and d != t.dtype)
+    """A dtype the op does not take (``accepted_dtypes``) for t: an integer
+    one for a floating-point input, a floating-point one for an integer
+    input, else any other."""
+    floating = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+    integer = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+    first = integer + floating if t.is_floating_point() else floating + integer
+    candidates = first + (torch.bool, torch.complex64)
+    found = [d for d in candidates if d not in spec.accepted and d != t.dtype]
+    if not found:
+        raise SpecError(
+            f"the op takes every dtype the harness knows ({spec.accepted}), so there is no "
+            "wrong one to give it",
+            "bad_inputs",
+            "leave the dtype kind out of bad_inputs, or list the dtypes the op takes in "
+            "accepted_dtypes",
+        )
+    return found[0]
 
 
 def _kind_and_target(spec: OpSpec, kind: str) -> tuple[str, str | None]:
@@ -1182,7 +1417,7 @@ CHECKS: dict[str, Check] = {
     "gradcheck": Check(
         check_gradcheck,
         "the backward disagrees with finite differences: fix the derivative "
-        "formula (sign, which input it multiplies) or register one if there is none",
+        "formula (sign, which input it multiplies, a missing term or factor)",
     ),
     "gradgradcheck": Check(
         check_gradgradcheck,

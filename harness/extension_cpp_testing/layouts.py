@@ -217,6 +217,26 @@ OUT_LAYOUTS: dict[str, tuple[Callable[..., torch.Tensor], int | None]] = {
 }
 
 
+def copy_arg(a):
+    """A copy of an argument: a tensor gets memory of its own, laid out as
+    a's (sizes, strides, storage offset, the rest of its storage), so that a
+    step-sliced, expanded or offset view stays one; ``a.clone()`` would make
+    a view that is not dense contiguous, and the op could take another path
+    on it. Whether it requires grad is kept; other values are returned as
+    they are."""
+    if not isinstance(a, torch.Tensor):
+        return a
+    with torch.no_grad():
+        storage = torch.empty(0, dtype=a.dtype, device=a.device).set_(a.untyped_storage())
+        copy = storage.clone().as_strided(a.shape, a.stride(), a.storage_offset())
+    return copy.requires_grad_() if a.requires_grad and a.is_leaf else copy
+
+
+def copy_args(args) -> list:
+    """copy_arg of each argument."""
+    return [copy_arg(a) for a in args]
+
+
 def out_like(t: torch.Tensor, layout: str) -> torch.Tensor:
     """A tensor of t's shape, dtype and device in one of OUT_LAYOUTS, filled with NaN
     (or the dtype's largest value for an integer dtype)."""

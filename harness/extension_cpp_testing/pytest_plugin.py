@@ -3,7 +3,9 @@
 Registers the markers the generated tests carry (``cuda``, ``huge``), keeps
 each conformance failure's check, case and fix on its report (they reach the
 JUnit XML as properties), and ends the run with the failures grouped by
-check, each check's fix said once. Load it from your top-level conftest.py::
+cause (a check and its fix), a few cases each with what it showed, and a
+count of the cases that showed a PyTorch limitation the OpSpecs declare
+(``silent_modes``). Load it from your top-level conftest.py::
 
     pytest_plugins = ["extension_cpp_testing.pytest_plugin"]
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from .case import ConformanceFailure
+from .case import AcceptedLimitation, ConformanceFailure
 
 _KEY = "conformance_failure"
 
@@ -30,19 +32,36 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if call.excinfo is not None and isinstance(call.excinfo.value, ConformanceFailure):
         e = call.excinfo.value
-        report.user_properties.append((_KEY, (e.check, e.case, e.fix)))
+        kind = "accepted" if isinstance(e, AcceptedLimitation) else "failure"
+        report.user_properties.append((_KEY, (kind, e.check, e.case, e.what, e.fix)))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    by_check: dict[str, list] = {}
-    for report in terminalreporter.stats.get("failed", []):
-        for key, value in report.user_properties:
-            if key == _KEY:
-                check, case, fix = value
-                by_check.setdefault(check, [fix]).append(case)
-    if not by_check:
-        return
-    terminalreporter.section("conformance failures by check")
-    for check, (fix, *cases) in by_check.items():
-        terminalreporter.write_line(f"{check}: {len(cases)} failed, e.g. {cases[0]}")
-        terminalreporter.write_line(f"  fix: {fix}")
+    """The failures grouped by cause (a check and its fix: each fix names
+    one cause), a few cases and what each showed; then how many cases showed
+    a PyTorch limitation the OpSpecs declare."""
+    causes: dict[tuple[str, str], list] = {}
+    accepted: dict[str, list] = {}
+    for status in ("failed", "xfailed"):
+        for report in terminalreporter.stats.get(status, []):
+            for key, value in report.user_properties:
+                if key != _KEY:
+                    continue
+                kind, check, case, what, fix = value
+                if kind == "accepted":
+                    accepted.setdefault(fix, []).append(case)
+                elif status == "failed":
+                    causes.setdefault((check, fix), []).append((case, what))
+    if causes:
+        terminalreporter.section("conformance failures by cause")
+        for (check, fix), found in sorted(causes.items(), key=lambda kv: -len(kv[1])):
+            terminalreporter.write_line(f"{check}: {len(found)} failed; fix: {fix}")
+            for case, what in found[:3]:
+                terminalreporter.write_line(f"  {case}: {what.splitlines()[0][:160]}")
+            if len(found) > 3:
+                terminalreporter.write_line(f"  ... and {len(found) - 3} more")
+    if accepted:
+        terminalreporter.section("accepted: PyTorch's limitations the OpSpecs declare")
+        for fix, cases in accepted.items():
+            terminalreporter.write_line(f"{len(cases)} cases, e.g. {cases[0]}")
+            terminalreporter.write_line(f"  {fix}")

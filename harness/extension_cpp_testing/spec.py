@@ -20,7 +20,16 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from .autodiff import MODES
 from .case import Case, ConformanceFailure
 from .conformance import CHECKS, run_check
-from .layouts import DTYPES, LAYOUTS, OUT_LAYOUTS, ROUNDED_ONCE, SMALL_LAYOUTS, TOLERANCES, layouts
+from .layouts import (
+    DTYPES,
+    LAYOUTS,
+    OUT_LAYOUTS,
+    ROUNDED_ONCE,
+    SMALL_LAYOUTS,
+    TOLERANCES,
+    copy_args,
+    layouts,
+)
 
 # The layouts gradgradcheck runs on (a few: it is slow).
 GRADGRAD_LAYOUTS = ("contiguous", "transposed", "0-dim")
@@ -77,14 +86,19 @@ class OpSpec:
         out: an out= op: its last argument (or last ``out`` arguments, for an
             int) is written in place, and it returns None or those arguments
             (``Tensor(a!) out -> Tensor(a!)``); keyword-only out arguments are
-            passed by name. Its results are also checked with each out in the
-            layouts of ``OUT_LAYOUTS`` where its shape allows.
+            passed by name. Elsewhere in the signature, name them (or give
+            their positions): ``out=("output",)``, with ``samples=`` giving
+            every argument in the op's order. Its results are also checked
+            with each out in the layouts of ``OUT_LAYOUTS`` where its shape
+            allows.
         mutates: the positions of the arguments the op reads and writes in
             place (an optimizer's parameter and state), besides out arguments.
             For an ``OpOverload`` they are read from its schema (``Tensor(a!)``);
-            declare them for a Python function. The results check compares each
-            with the reference's copy after the call, and every other argument
-            must be left unchanged.
+            declare them for a Python function. For an op whose schema misses
+            an ``(a!)``, declare what it writes: the opcheck check then fails
+            with the schema's bug named. The results check compares each with
+            the reference's copy after the call, and every other argument must
+            be left unchanged.
         samples: replaces the default inputs: ``samples(layout, dtype, device, rows)``
             returns the op's arguments, ``rows`` sizing the first dimension (the
             dynamic-shape and export checks vary it). Each call draws new values
@@ -96,6 +110,9 @@ class OpSpec:
         layouts, dtypes, devices: what to run on. CUDA cases are always generated
             and skip without a GPU. Integer dtypes (quantized ops) are fine: the
             harness's own inputs never use randn on them.
+        accepted_dtypes: every dtype the op takes, where that is more than the
+            ``dtypes`` the checks run on (default: ``dtypes``): the bad-input
+            check gives the op a dtype outside it.
         exact: the result must equal the reference bit for bit (NaN payloads
             aside), signs of zeros and NaNs included; the results check then also
             runs on inputs holding -0.0, 0.0, infinities and NaN (its ``specials``
@@ -110,11 +127,19 @@ class OpSpec:
             on at most a fraction f of their elements, so that one reference
             serves devices that round a scale differently. Default: exact.
         differentiable: run the gradient checks (default: unless the op writes
-            out or mutates arguments, or no dtype is floating-point).
+            out or mutates arguments, its schema returns nothing, or no dtype is
+            floating-point). They differentiate the op's floating-point outputs
+            only: integer outputs (lengths, codes) have no derivative.
         grad_args: the positions of the arguments those checks differentiate (and
             opcheck's requires_grad cases mark); default every floating-point
             tensor input. Leave out boxes, coordinates and other inputs the op
-            does not differentiate.
+            does not differentiate. A dict gives them per layout label, ``()``
+            for a layout with none (an optional input that is None there):
+            that layout gets no gradient cases.
+        grad_dtype: the dtype of the gradient and autodiff checks: float64 (by
+            default, where the op takes it), or float32 for an op without a
+            float64 kernel, with tolerances that still catch a wrong sign,
+            factor or term (``GRAD_TOLERANCES``), not an error of 1e-4.
         autodiff: the autodiff modes the op claims (keys of ``autodiff.MODES``;
             default: every one): each must give the reference's derivative,
             and every mode left out must raise an error, never return a
@@ -122,6 +147,14 @@ class OpSpec:
             backward from ``torch.library.register_autograd``) declares
             ``autodiff=("reverse",)``. gradcheck and gradgradcheck run where
             ``"reverse"`` is claimed.
+        silent_modes: autodiff modes that give a zero or missing derivative
+            because of a PyTorch limitation, not the op's code:
+            ``torch.library.register_autograd`` has no forward mode, so such an
+            op declares ``autodiff=("reverse",), silent_modes=FORWARD_MODES``.
+            Each of their cases still runs: a zero or missing derivative is
+            reported as accepted (a strict expected failure under pytest,
+            counted in the summary); any other answer fails, and so does the
+            case the day the mode raises or gets right (drop the declaration).
         dynamic_output: an output's size depends on the input's values (``nms``,
             ``nonzero``; the fake kernel uses
             ``torch.library.get_ctx().new_dynamic_size()``). The fake, opcheck,
@@ -130,6 +163,8 @@ class OpSpec:
         dynamic_dims: the dimensions the ``export`` check marks dynamic, as
             ``{argument position: {dimension: name}}``; dimensions with one name
             vary together, and ``samples`` must size them alike for any ``rows``.
+            A ``torch.export.Dim(name, min=..., max=...)`` in a name's place
+            gives the dimension the range the op's contract allows.
             Default: dimension 0 of every tensor with one, all named "rows". The
             ``dynamic`` check lets torch.compile find which dimensions vary.
         compare_storage: the strides check also compares each output's storage
@@ -166,21 +201,24 @@ class OpSpec:
     name: str | None = None
     arity: int = 2
     extra_args: tuple = ()
-    out: bool | int = False
+    out: bool | int | Sequence[str | int] = False
     mutates: Sequence[int] | None = None
     samples: Callable[..., Sequence] | None = None
     layouts: Sequence[str] = tuple(LAYOUTS)
     dtypes: Sequence[torch.dtype] = DTYPES
+    accepted_dtypes: Sequence[torch.dtype] | None = None
     devices: Sequence[str] = ("cpu", "cuda")
     exact: bool = False
     rounded_once: bool = False
     tolerances: dict | None = None
     integer_tolerance: dict | None = None
     differentiable: bool | None = None
-    grad_args: Sequence[int] | None = None
+    grad_args: Sequence[int] | dict[str, Sequence[int]] | None = None
+    grad_dtype: torch.dtype | None = None
     autodiff: Sequence[str] = tuple(MODES)
+    silent_modes: Sequence[str] = ()
     dynamic_output: bool = False
-    dynamic_dims: dict[int, dict[int, str]] | None = None
+    dynamic_dims: dict[int, dict[int, str | torch.export.Dim]] | None = None
     compare_storage: bool | None = None
     capturable: bool = True
     nondeterministic: bool = False
@@ -194,14 +232,28 @@ class OpSpec:
     _out_names: tuple | None = dataclasses.field(default=None, init=False, repr=False)
     # Each argument's name (the schema's, or the function's parameters').
     _arg_names: tuple = dataclasses.field(default=(), init=False, repr=False)
+    # Where the out arguments are, where out= names them.
+    _out_at: tuple | None = dataclasses.field(default=None, init=False, repr=False)
+    # The arguments the op writes but its schema does not mark (a!).
+    _unmarked: tuple = dataclasses.field(default=(), init=False, repr=False)
 
     def __post_init__(self):
         unknown = sorted((set(self.checks) | set(self.skip)) - set(CHECKS))
         if unknown:
             raise ValueError(f"OpSpec: unknown checks {unknown}; the checks are {list(CHECKS)}")
-        unknown = sorted(set(self.autodiff) - set(MODES))
-        if unknown:
-            raise ValueError(f"OpSpec: unknown autodiff modes {unknown}; they are {list(MODES)}")
+        for field in ("autodiff", "silent_modes"):
+            unknown = sorted(set(getattr(self, field)) - set(MODES))
+            if unknown:
+                raise ValueError(
+                    f"OpSpec: {field} names unknown autodiff modes {unknown}; they are "
+                    f"{list(MODES)}"
+                )
+        both = sorted(set(self.autodiff) & set(self.silent_modes))
+        if both:
+            raise ValueError(
+                f"OpSpec: {both} are in autodiff= (claimed: the derivative must be right) and "
+                "in silent_modes= (declared to give none): name each in one of them"
+            )
         if self.samples is None:
             missing = sorted(set(self.layouts) - set(LAYOUTS))
             if missing:
@@ -219,24 +271,38 @@ class OpSpec:
             self.tolerances = dict(ROUNDED_ONCE if self.rounded_once else TOLERANCES)
         overload = _resolve_overload(self.op)
         if overload is not None:
-            written = self._schema_mutates(overload)
-            if self.mutates is not None and sorted(self.mutates) != written:
-                raise ValueError(
-                    f"OpSpec: mutates={list(self.mutates)}, but the schema of {overload} "
-                    f"writes the arguments {written} (besides out): leave mutates out"
-                )
-            self.mutates = written
             self._arg_names = tuple(a.name for a in overload._schema.arguments)
         else:
-            self.mutates = sorted(self.mutates or ())
             try:
                 self._arg_names = tuple(inspect.signature(self.op).parameters)
             except (TypeError, ValueError):
                 self._arg_names = ()
+        self._resolve_outs()
+        if overload is not None:
+            written = self._schema_mutates(overload)
+            declared = sorted(self.mutates) if self.mutates is not None else written
+            missing = sorted(set(written) - set(declared))
+            if missing:
+                raise ValueError(
+                    f"OpSpec: mutates={declared}, but the schema of {overload} also writes "
+                    f"{missing} ({', '.join(self.arg_name(i) for i in missing)}): list every "
+                    "argument the schema marks Tensor(a!), or leave mutates out"
+                )
+            # An argument the op writes that its schema does not mark (a!)
+            # is the schema's bug: the opcheck check names it.
+            self._unmarked = tuple(sorted(set(declared) - set(written)))
+            self.mutates = declared
+        else:
+            self.mutates = sorted(self.mutates or ())
         if self.differentiable is None:
+            returns = overload._schema.returns if overload is not None else None
             self.differentiable = (
-                not self.out and not self.mutates and any(d.is_floating_point for d in self.dtypes)
+                not self.out
+                and not self.mutates
+                and returns != []
+                and any(d.is_floating_point for d in self.dtypes)
             )
+        self._check_grad_dtype()
         if self.compare_storage is None:
             self.compare_storage = self.samples is None
         if self.bad_inputs is None:
@@ -245,20 +311,59 @@ class OpSpec:
             self.name = (
                 overload._opname if overload is not None else getattr(self.op, "__name__", "op")
             )
-        if self.out and overload is not None:
+        if self.out and self._out_at is None and overload is not None:
             outs = overload._schema.arguments[-self.n_out :]
             if all(a.kwarg_only for a in outs):
                 self._out_names = tuple(a.name for a in outs)
 
+    def _resolve_outs(self) -> None:
+        """out= as names or positions: where those arguments are."""
+        if not isinstance(self.out, (list, tuple)):
+            return
+        at = []
+        for name in self.out:
+            if isinstance(name, int):
+                at.append(name)
+            elif name in self._arg_names:
+                at.append(self._arg_names.index(name))
+            else:
+                raise ValueError(
+                    f"OpSpec: out names {name!r}, which is no argument of the op "
+                    f"(its arguments: {list(self._arg_names)})"
+                )
+        if self.samples is None:
+            raise ValueError(
+                "OpSpec: out= names the out arguments, so the op's arguments come from "
+                "samples=, which must give them in the op's order, outs included"
+            )
+        self._out_at = tuple(sorted(at))
+
+    def _check_grad_dtype(self) -> None:
+        if self.grad_dtype is not None and self.grad_dtype not in (torch.float32, torch.float64):
+            raise ValueError(
+                f"OpSpec: grad_dtype={self.grad_dtype}: finite differences in a 16-bit type "
+                "can't tell a right derivative from a wrong one; the gradient checks run in "
+                "float32 or float64 (name one the op takes), or declare differentiable=False"
+            )
+        if isinstance(self.grad_args, dict) and self.samples is None:
+            unknown = sorted(set(self.grad_args) - set(self.layouts))
+            if unknown:
+                raise ValueError(f"OpSpec: grad_args names unknown layouts {unknown}")
+
     def _schema_mutates(self, overload) -> list[int]:
         """The positions of the arguments the schema writes, out arguments aside."""
         arguments = overload._schema.arguments
-        last = len(arguments) - self.n_out
+        outs = set(self.out_positions(arguments))
         return [
             i
-            for i, a in enumerate(arguments[:last])
-            if a.alias_info is not None and a.alias_info.is_write
+            for i, a in enumerate(arguments)
+            if i not in outs and a.alias_info is not None and a.alias_info.is_write
         ]
+
+    def unmarked_writes(self, overload) -> tuple:
+        """The arguments the op writes (``mutates``) that its schema does not
+        mark ``Tensor(a!)``: the schema's bug."""
+        return self._unmarked if overload is _resolve_overload(self.op) else ()
 
     def _default_bad_inputs(self) -> list[str]:
         if self.samples is None:
@@ -282,7 +387,7 @@ class OpSpec:
     @property
     def n_out(self) -> int:
         """How many out arguments the op writes (0 for a functional op)."""
-        return int(self.out)
+        return len(self._out_at) if self._out_at is not None else int(self.out)
 
     @property
     def n_tensors(self) -> int:
@@ -295,19 +400,35 @@ class OpSpec:
         return "contiguous" if "contiguous" in self.layouts else self.layouts[0]
 
     @property
+    def autodiff_layout(self) -> str:
+        """The layout of the autodiff cases: the base layout, or the first
+        that has an argument to differentiate."""
+        if self.differentiates_on(self.base_layout):
+            return self.base_layout
+        return next(layout for layout in self.layouts if self.differentiates_on(layout))
+
+    @property
     def first_dtype(self) -> torch.dtype:
         """The dtype of the layout sweeps: float32 if the op takes it."""
         return torch.float32 if torch.float32 in self.dtypes else self.dtypes[-1]
 
     @property
-    def raises_dtype(self) -> torch.dtype:
-        """The dtype an autodiff mode the op does not claim runs in: float64,
-        unless the op's samples take floating-point dtypes without it (then
-        the widest), so that an error comes from the mode, not the dtype."""
-        floating = [d for d in self.dtypes if d.is_floating_point]
+    def gradient_dtype(self) -> torch.dtype:
+        """The dtype of the gradient and autodiff checks (``grad_dtype``): by
+        default float64, unless the op's samples take floating-point dtypes
+        without it (then the widest), so that a failure comes from the
+        derivative, not from a dtype the op does not take."""
+        if self.grad_dtype is not None:
+            return self.grad_dtype
+        floating = [d for d in self.accepted if d.is_floating_point]
         if self.samples is None or torch.float64 in floating or not floating:
             return torch.float64
         return max(floating, key=lambda d: torch.finfo(d).bits)
+
+    @property
+    def accepted(self) -> tuple:
+        """The dtypes the op takes (``accepted_dtypes``, by default ``dtypes``)."""
+        return tuple(self.accepted_dtypes if self.accepted_dtypes is not None else self.dtypes)
 
     def sample(self, layout: str, dtype, device, rows: int | None = None, small=False) -> list:
         """The op's arguments on one layout (``rows``: the first dimension's size)."""
@@ -330,13 +451,20 @@ class OpSpec:
         return self._arg_names[i] if i < len(self._arg_names) else f"argument {i}"
 
     def out_positions(self, args) -> list[int]:
-        """Where the out arguments are (the last ``n_out``)."""
+        """Where the out arguments are: those out= names, or the last ``n_out``."""
+        if self._out_at is not None:
+            return list(self._out_at)
         return list(range(len(args) - self.n_out, len(args)))
+
+    def inputs_of(self, args) -> list:
+        """The arguments less the outs: what the reference is called with."""
+        outs = set(self.out_positions(args))
+        return [a for i, a in enumerate(args) if i not in outs]
 
     def tensor_positions(self, args) -> list[int]:
         """Where the op's tensor inputs are (outs excluded, mutated ones included)."""
-        last = len(args) - self.n_out
-        return [i for i, a in enumerate(args[:last]) if isinstance(a, torch.Tensor)]
+        outs = set(self.out_positions(args))
+        return [i for i, a in enumerate(args) if i not in outs and isinstance(a, torch.Tensor)]
 
     def mutated_positions(self, args) -> list[int]:
         """Where the tensors the op reads and writes in place are (``mutates``)."""
@@ -346,11 +474,20 @@ class OpSpec:
         """Every argument the op writes: the mutated ones, then the outs."""
         return self.mutated_positions(args) + self.out_positions(args)
 
-    def grad_positions(self, args) -> list[int]:
-        """The inputs the gradient checks differentiate (``grad_args``)."""
-        if self.grad_args is not None:
-            return list(self.grad_args)
+    def grad_positions(self, args, layout: str | None = None) -> list[int]:
+        """The inputs the gradient checks differentiate on this layout
+        (``grad_args``: one list, or one per layout)."""
+        chosen = self.grad_args
+        if isinstance(chosen, dict):
+            chosen = chosen.get(layout)
+        if chosen is not None:
+            return list(chosen)
         return [i for i in self.tensor_positions(args) if args[i].is_floating_point()]
+
+    def differentiates_on(self, layout: str) -> bool:
+        """Whether the gradient checks have an argument on this layout:
+        ``grad_args`` may give a layout none (an optional input left out)."""
+        return not (isinstance(self.grad_args, dict) and self.grad_args.get(layout) == ())
 
     def dynamic_dims_of(self, args) -> list[dict[int, str]]:
         """{dimension: name} per argument, for the export check."""
@@ -384,7 +521,7 @@ class OpSpec:
 
     def expected(self, args) -> Any:
         """The reference's result on copies of args (less the outs)."""
-        return self.reference(*_copies(args[: len(args) - self.n_out]))
+        return self.reference(*copy_args(self.inputs_of(args)))
 
     def resolved_overload(self) -> torch._ops.OpOverload | None:
         """The OpOverload when op is one (or a packet of one); None for a function."""
@@ -396,7 +533,7 @@ class OpSpec:
         if found is not None:
             return found
         with torch.no_grad(), _RecordCustomOps() as recorder:
-            self.op(*_copies(args))
+            self.op(*copy_args(args))
         if len(recorder.ops) != 1:
             raise ValueError(
                 f"OpSpec: {self.name} should call exactly one custom op, but it called "
@@ -416,13 +553,21 @@ class OpSpec:
         """Every case of every selected check, CUDA ones included."""
         out: list[Case] = []
         first_float = self.first_dtype  # the dtype of the layout sweeps
-        grad_dtype = torch.float64
+        grad_dtype = self.gradient_dtype
         reverse = self.differentiable and "reverse" in self.autodiff
+        differentiated = [layout for layout in self.layouts if self.differentiates_on(layout)]
 
         def add(check, device, dtype=None, layout=None, variant=None):
             if check in self.checks:
                 case = Case(self.name, check, device, dtype, layout, variant, self.skip.get(check))
                 out.append(case)
+
+        def grad_variants(dtype, layout):
+            # requires_grad where a gradient can flow: a floating-point dtype,
+            # and an argument to differentiate on this layout.
+            if reverse and dtype.is_floating_point and layout in differentiated:
+                return ("no_grad", "requires_grad")
+            return ("no_grad",)
 
         for device in self.devices:
             cuda = device.startswith("cuda")
@@ -443,28 +588,31 @@ class OpSpec:
                     add("fake", device, dtype, self.base_layout)
             # opcheck: every layout, with and without requires_grad (autograd
             # and inference graphs differ), then every dtype.
-            grad_variants = ("no_grad", "requires_grad") if reverse else ("no_grad",)
             for layout in self.layouts:
-                for variant in grad_variants:
+                for variant in grad_variants(first_float, layout):
                     add("opcheck", device, first_float, layout, variant)
             for dtype in self.dtypes:
                 if dtype != first_float and "contiguous" in self.layouts:
-                    add("opcheck", device, dtype, "contiguous", grad_variants[-1])
+                    variant = grad_variants(dtype, "contiguous")[-1]
+                    add("opcheck", device, dtype, "contiguous", variant)
             if reverse:
-                for layout in self.layouts:
+                for layout in differentiated:
                     if self.samples is not None or SMALL_LAYOUTS[layout].perturbable:
                         add("gradcheck", device, grad_dtype, layout)
                 for layout in GRADGRAD_LAYOUTS:
-                    if layout in self.layouts:
+                    if layout in differentiated:
                         add("gradgradcheck", device, grad_dtype, layout)
             if self.differentiable:
-                # Every mode: a claimed one gives the reference's derivative
-                # (in float64), any other raises (on inputs the op takes).
-                for mode in MODES:
+                # Every mode: a claimed one gives the reference's derivative,
+                # a silent one (PyTorch's limitation, declared) a zero or
+                # missing one, any other raises (on inputs the op takes).
+                for mode in MODES if differentiated else ():
                     if mode in self.autodiff:
                         add("autodiff", device, grad_dtype, variant=mode)
+                    elif mode in self.silent_modes:
+                        add("autodiff", device, grad_dtype, variant=f"{mode}-silent")
                     else:
-                        add("autodiff", device, self.raises_dtype, variant=f"{mode}-raises")
+                        add("autodiff", device, grad_dtype, variant=f"{mode}-raises")
             if not self.out and not self.mutates and not self.dynamic_output:
                 add("vmap", device, first_float, self.base_layout)
             for layout in self.layouts:
@@ -503,7 +651,3 @@ class OpSpec:
 
 def _as_tuple(x) -> tuple:
     return tuple(x) if isinstance(x, (tuple, list)) else (x,)
-
-
-def _copies(args) -> list:
-    return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]

@@ -13,10 +13,16 @@ crash.
 The worker rebuilds each OpSpec by importing the module that made it (the
 test module, as pytest imported it) and taking the spec that module's n-th
 call of conformance_tests registered. Each case carries the parent's warning
-filters and RNG state, so it runs as it would in the parent. Where the spec
-can't be rebuilt (conformance_tests called elsewhere than at a module's top
-level), the case runs in the parent, as it does with
-EXTENSION_CPP_TESTING_ISOLATE=0 (to debug a case in one process).
+filters, so it runs as it would in the parent (and seeds its own RNG from
+its id: conformance.run_check). Where the spec can't be rebuilt
+(conformance_tests called elsewhere than at a module's top level), the case
+runs in the parent, as it does with EXTENSION_CPP_TESTING_ISOLATE=0 (to
+debug a case in one process).
+
+run_all has no module to rebuild the spec from (a script's specs live in
+its __main__), so run_cases forks: a child process, with the spec already
+in its memory, runs the cases one after another and sends each outcome
+back; after a crash the next child takes the cases left.
 """
 
 from __future__ import annotations
@@ -123,6 +129,7 @@ def run_case(spec, key: tuple[str, int] | None, case: Case) -> None:
     raises what the case raises, or a ConformanceFailure naming the signal
     that ended the worker."""
     global _worker
+    __tracebackhide__ = True  # a failure shows its check, case and fix, not our frames
     if key is None or key[0] in _unavailable or not isolated():
         spec.run(case)
         return
@@ -171,13 +178,9 @@ def _close() -> None:
 
 
 def _parent_state() -> dict:
-    """What a case inherits from the test that runs it: warning filters (as
-    pytest set them for the test) and the RNG."""
-    return {
-        "filters": [f for f in warnings.filters if _picklable(f)],
-        "rng": bytes(torch.get_rng_state().tolist()),  # bytes pickle faster than a tensor
-        "seed": torch.initial_seed(),
-    }
+    """What a case inherits from the test that runs it: the warning filters,
+    as pytest set them for the test."""
+    return {"filters": [f for f in warnings.filters if _picklable(f)]}
 
 
 def _picklable(x) -> bool:
@@ -224,8 +227,6 @@ def _run(key, name, case, state) -> tuple:
     except _Unavailable as e:
         return "unavailable", str(e)
     _set_warning_filters(state["filters"])
-    torch.manual_seed(state["seed"])
-    torch.set_rng_state(torch.frombuffer(bytearray(state["rng"]), dtype=torch.uint8))
     try:
         spec.run(case)
     except ConformanceFailure as e:
@@ -275,3 +276,107 @@ def _spec(key: tuple[str, int], name: str):
     if spec is None or spec.name != name:
         raise _Unavailable(f"{key[0]} did not make the spec of {name} at call {key[1]}")
     return spec
+
+
+# -- run_all: a forked child ---------------------------------------------------
+
+
+def run_cases(spec, cases):
+    """Yields (case, what it raised: None, or a ConformanceFailure) for each
+    case, run in a forked child process; a case that kills the child fails,
+    naming the signal, and a new child runs the rest. Where a fork can't
+    serve (EXTENSION_CPP_TESTING_ISOLATE=0, no os.fork, or CUDA already
+    initialized here, which a forked child can't use), the cases run here."""
+    pending = list(cases)
+    reason = _no_fork_reason()
+    if reason is not None:
+        if isolated():
+            warnings.warn(f"run_all runs the cases in this process: {reason}", stacklevel=3)
+        for case in pending:
+            yield case, _outcome(spec, case)
+        return
+    while pending:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            os.close(read)
+            _serve_forked(spec, pending, os.fdopen(write, "wb"))
+        os.close(write)
+        with os.fdopen(read, "rb") as answers:
+            while pending:
+                case = pending[0]
+                try:
+                    failure, broken = pickle.load(answers)
+                except EOFError:  # the child died running case
+                    _, status = os.waitpid(pid, 0)
+                    pid = None
+                    code = (
+                        -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+                    )
+                    failure = ConformanceFailure(
+                        case.check, case.id, _death(code), _crash_fix(case)
+                    )
+                    broken = True
+                pending.pop(0)
+                yield case, failure
+                if broken:
+                    break
+        if pid is not None:
+            os.waitpid(pid, 0)
+
+
+def _no_fork_reason() -> str | None:
+    if not isolated():
+        return None
+    if not hasattr(os, "fork"):
+        return "this platform has no fork, so a crashing kernel ends the run"
+    if torch.cuda.is_initialized():
+        return (
+            "CUDA is initialized in this process, and a forked child can't use it, so a "
+            "crashing kernel ends the run (call run_all before anything uses CUDA)"
+        )
+    return None
+
+
+def _outcome(spec, case: Case):
+    try:
+        spec.run(case)
+    except ConformanceFailure as e:
+        return e
+    return None
+
+
+def _serve_forked(spec, cases, answers) -> None:
+    """In the forked child: each case's outcome, and whether the case left
+    CUDA unusable (then this child stops, and the next takes the rest).
+
+    One intra-op thread: an OpenMP runtime (GNU's, in torch's Linux wheels)
+    that the parent has used hangs at the child's first parallel region, so
+    the kernels run on one CPU thread here (conformance_tests' worker, a
+    fresh interpreter, has them all)."""
+    torch.set_num_threads(1)
+    faulthandler.enable()
+    status = 0
+    try:
+        for case in cases:
+            try:
+                failure = _outcome(spec, case)
+            except BaseException:  # noqa: BLE001  (sent back as the case's failure)
+                what = f"the case raised inside the harness:\n{traceback.format_exc()}"
+                failure = ConformanceFailure(case.check, case.id, what, "report it to the harness")
+            broken = _cuda_error(case)
+            if broken is not None and failure is None:
+                what = f"the case left CUDA unusable in its process: {broken}"
+                failure = ConformanceFailure(case.check, case.id, what, _crash_fix(case))
+            pickle.dump((failure, broken is not None), answers)
+            answers.flush()
+            if broken is not None:
+                break
+    except BaseException:  # noqa: BLE001  (the parent sees the pipe close)
+        status = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)

@@ -391,8 +391,13 @@ SPECS = {
         samples=jagged_2d_to_dense_samples,
         layouts=("contiguous", "transposed", "step-sliced", "truncated", "int32-offsets"),
         dtypes=(torch.float16, torch.bfloat16, torch.float32),  # no float64 kernel
-        # The values' rows follow the bags' lengths, not the number of bags.
-        dynamic_dims={0: {0: "values"}, 1: {0: "offsets"}},
+        # It takes integer values too: the wrong dtype is another.
+        accepted_dtypes=(torch.float16, torch.bfloat16, torch.float32, torch.int32, torch.int64),
+        # The derivatives in float32, its widest kernel.
+        grad_dtype=torch.float32,
+        # The values' rows follow the bags' lengths, not the number of bags;
+        # the kernel needs two bags or more (offsets of 3 or more).
+        dynamic_dims={0: {0: "values"}, 1: {0: torch.export.Dim("offsets", min=3)}},
         # A C++ autograd function (jagged_to_padded_dense's): reverse mode.
         autodiff=("reverse",),
         **COMMON,
@@ -414,6 +419,8 @@ SPECS = {
         dynamic_output=True,
         # Each feature has rows bags; the values and weights follow their lengths.
         dynamic_dims={1: {1: "bags"}, 2: {0: "values"}, 3: {0: "values"}},
+        # The weights are what is differentiated: none without them.
+        grad_args={"unweighted": ()},
         # Its backward is a torch.library.register_autograd formula: reverse mode.
         autodiff=("reverse",),
         **COMMON,
@@ -425,8 +432,9 @@ SPECS = {
         layouts=("contiguous", "step-sliced", "int32-csr"),
         dtypes=(torch.float16, torch.bfloat16, torch.float32),  # no float64 kernel
         tolerances=SUM_TOLERANCES,
-        # The values follow the segments' lengths, not the number of segments.
-        dynamic_dims={1: {0: "segments"}, 2: {0: "values"}},
+        # The values follow the segments' lengths, not the number of segments,
+        # of which the kernel needs two or more (a csr_seg of 3 or more).
+        dynamic_dims={1: {0: torch.export.Dim("segments", min=3)}, 2: {0: "values"}},
         # fbgemm registers no derivative for it: every mode must raise.
         autodiff=(),
         **COMMON,
@@ -437,13 +445,15 @@ SPECS = {
         samples=asynchronous_complete_cumsum_samples,
         layouts=("1-d", "2-d", "transposed", "step-sliced"),
         dtypes=INDEX_DTYPES,  # lengths in, offsets out
+        # It takes float lengths too: the wrong dtype is another.
+        accepted_dtypes=(*INDEX_DTYPES, torch.float16, torch.bfloat16, torch.float32),
         **COMMON,
     ),
     "lengths_range_out": OpSpec(
         ops.lengths_range_out.default,
         reference=lengths_range_out_reference,
         samples=lengths_range_out_samples,
-        out=True,  # its first argument, `Tensor output`, is the out
+        out=("output",),  # its first argument, `Tensor output`
         layouts=("contiguous", "step-sliced"),
         dtypes=INDEX_DTYPES,
         # The output's size is the sum of the lengths.
