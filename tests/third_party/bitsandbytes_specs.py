@@ -214,10 +214,13 @@ def quantize_4bit_reference(A, blocksize, quant_type, quant_storage):
     midpoints = (code[order[:-1]] + code[order[1:]]) / 2
     index = order[torch.bucketize(scaled, midpoints)]
     if quant_type == "fp4" and A.device.type == "cuda":
-        # The CUDA kernel takes the sign bit from the input, so a negative
-        # value that rounds to zero gets -0.0's code (8); the CPU kernel
-        # gives it 0.0's. Both dequantize to zero.
-        index = torch.where((scaled < 0) & (index == 0), 8, index)
+        # fp4's code holds 0.0 (index 0) and -0.0 (index 8). The nearest-code
+        # rule above, as the CPU kernel, gives a value that rounds to zero
+        # index 0 if it is negative or zero, 8 if positive; the CUDA kernel
+        # takes the sign bit from the input (x < 0): 8 if negative, 0 if not.
+        # All dequantize to zero.
+        zero = (index == 0) | (index == 8)
+        index = torch.where(zero & (scaled < 0), 8, torch.where(zero, 0, index))
     if index.numel() % 2:
         index = torch.cat([index, index.new_zeros(1)])
     packed = (index[0::2] << 4 | index[1::2]).to(torch.uint8)
