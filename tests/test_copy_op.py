@@ -158,7 +158,7 @@ def test_renamed_copy_builds_and_passes_its_conformance_suite(renamed_copy, buil
 
 ADDED_OP_CHECK = """
 import torch, myproject
-from extension_cpp_testing import MODES, OpSpec, run_all
+from extension_cpp_testing import cases, MODES, OpSpec, run_all
 
 a = torch.tensor([1.5, -2.0, 3.0])
 assert torch.equal(myproject.mysquare(a), a * a)
@@ -174,7 +174,7 @@ specs = [
 for spec in specs:
     failures = run_all(spec)
     assert not failures, {check: [str(f) for f in fs] for check, fs in failures.items()}
-print("cases", len([c for c in specs[0].cases() if not c.skip_reason]))
+print("cases", len([c for c in cases(specs[0]) if not c.skip_reason]))
 """
 
 

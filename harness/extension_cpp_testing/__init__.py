@@ -10,12 +10,13 @@ pytest test parametrized over every check x device x dtype x layout::
     test_my_op = conformance_tests(OpSpec(torch.ops.mylib.my_op.default, reference=torch.mul))
 
 Each failure names the check, the case and what to fix. The checks and their
-fixes are the table :data:`CHECKS`; docs/check_your_op.md walks through them.
-The cases run in a worker process (worker.py), so a kernel that crashes
-fails its case and the run goes on.
+fixes are the table :data:`CHECKS` (checks/, one module per family);
+``cases(spec)`` lists a spec's cases and ``run_case(spec, case)`` runs one;
+docs/check_your_op.md walks through them. The cases run in a worker process
+(worker.py), so a kernel that crashes fails its case and the run goes on.
 Load the pytest plugin (``pytest_plugins = ["extension_cpp_testing.pytest_plugin"]``
 in your top-level conftest.py, or ``-p extension_cpp_testing.pytest_plugin``)
-for the ``cuda`` and ``huge`` markers and a summary of failures by check.
+for the ``cuda`` and ``huge`` markers and a summary of failures by cause.
 
 Pure Python: it needs torch (any release from the oldest this distribution
 is tested on, see its pyproject.toml) and, for conformance_tests, pytest.
@@ -25,9 +26,12 @@ from __future__ import annotations
 
 import torch
 
+from . import checks
 from .autodiff import FORWARD_MODES, MODES, REVERSE_MODES
 from .case import AcceptedLimitation, Case, ConformanceFailure
-from .conformance import CHECKS, FIXES, GRAD_TOLERANCES, Check, assert_same_values
+from .checks import CHECKS, FIXES
+from .checks.base import Check, assert_same_values
+from .checks.gradients import GRAD_TOLERANCES
 from .layouts import (
     DTYPES,
     LAYOUTS,
@@ -40,7 +44,8 @@ from .layouts import (
     dtype_id,
 )
 from .spec import OpSpec
-from .worker import register, run_case, run_cases
+from .suite import cases, run_case
+from .worker import register, run_cases, run_isolated
 
 __all__ = [
     "CHECKS",
@@ -63,15 +68,18 @@ __all__ = [
     "Layout",
     "OpSpec",
     "assert_same_values",
+    "cases",
+    "checks",
     "conformance_tests",
     "dtype_id",
     "run_all",
+    "run_case",
     "scalar_type_name",
 ]
 
 
 def conformance_tests(spec: OpSpec, known_failures: dict[str, str] | None = None):
-    """A pytest test function, parametrized over ``spec.cases()``.
+    """A pytest test function, parametrized over ``cases(spec)``.
 
     Assign it to a name starting with ``test_`` in a test module. Test ids read
     ``<op>-<check>-<device>-<dtype>-<layout or variant>``; CUDA cases carry the
@@ -92,12 +100,12 @@ def conformance_tests(spec: OpSpec, known_failures: dict[str, str] | None = None
 
     known = dict(known_failures or {})
     key = register(spec)
-    cases = spec.cases()
-    unknown = sorted(set(known) - {case.id for case in cases})
+    made = cases(spec)
+    unknown = sorted(set(known) - {case.id for case in made})
     if unknown:
         raise ValueError(f"known_failures names no case of {spec.name}: {unknown}")
     params = []
-    for case in cases:
+    for case in made:
         marks = []
         if case.device.startswith("cuda") or case.variant == "device":
             marks.append(pytest.mark.cuda)
@@ -123,7 +131,7 @@ def conformance_tests(spec: OpSpec, known_failures: dict[str, str] | None = None
     @pytest.mark.parametrize("case", params)
     def test_conformance(case: Case) -> None:
         __tracebackhide__ = True  # a failure shows its check, case and fix, not our frames
-        run_case(spec, key, case)
+        run_isolated(spec, key, case)
 
     test_conformance.__doc__ = f"{spec.name}: every conformance check (extension_cpp_testing)."
     return test_conformance
@@ -155,12 +163,12 @@ def run_all(spec: OpSpec, checks=None) -> Results:
     CUDA (which a forked child can't), they run here, with a warning.
     """
     results = Results()
-    cases = [
+    chosen = [
         case
-        for case in spec.cases()
+        for case in cases(spec)
         if not case.skip_reason and (checks is None or case.check in checks)
     ]
-    for case, failure in run_cases(spec, cases):
+    for case, failure in run_cases(spec, chosen):
         if failure is None and case.variant and case.variant.endswith("-silent"):
             failure = ConformanceFailure(
                 case.check,

@@ -1,10 +1,10 @@
-"""OpSpec: what the harness needs to know about an op, and the cases it makes.
+"""OpSpec: what the harness needs to know about an op.
 
 An OpSpec names the op, a reference written with torch ops, and (optionally)
-how to build its inputs and what the op does not promise. ``OpSpec.cases()``
-lists one Case per check and device x dtype x layout (or autodiff mode, or
-kind of bad input); ``OpSpec.run(case)`` runs one, raising
-ConformanceFailure on a failure.
+how to build its inputs and what the op does not promise; and it answers
+what follows from that (where the outs and the differentiated arguments
+are, each layout's arguments, how to call the op). The checks (checks/)
+read it to make their cases; suite.py lists and runs them.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .autodiff import MODES
-from .case import Case, ConformanceFailure
-from .conformance import CHECKS, run_check
+from .case import ConformanceFailure
 from .layouts import (
     DTYPES,
     LAYOUTS,
@@ -30,9 +29,6 @@ from .layouts import (
     copy_args,
     layouts,
 )
-
-# The layouts gradgradcheck runs on (a few: it is slow).
-GRADGRAD_LAYOUTS = ("contiguous", "transposed", "0-dim")
 
 
 def _resolve_overload(op) -> torch._ops.OpOverload | None:
@@ -225,7 +221,7 @@ class OpSpec:
     same_error_words: bool = True
     bad_inputs: Sequence[str] | None = None
     huge: bool = False
-    checks: Sequence[str] = tuple(CHECKS)
+    checks: Sequence[str] | None = None
     skip: dict[str, str] = dataclasses.field(default_factory=dict)
     # The names of keyword-only out arguments, read from the schema once:
     # invoke() runs inside torch.compile, which can't read a schema.
@@ -238,9 +234,6 @@ class OpSpec:
     _unmarked: tuple = dataclasses.field(default=(), init=False, repr=False)
 
     def __post_init__(self):
-        unknown = sorted((set(self.checks) | set(self.skip)) - set(CHECKS))
-        if unknown:
-            raise ValueError(f"OpSpec: unknown checks {unknown}; the checks are {list(CHECKS)}")
         for field in ("autodiff", "silent_modes"):
             unknown = sorted(set(getattr(self, field)) - set(MODES))
             if unknown:
@@ -305,8 +298,6 @@ class OpSpec:
         self._check_grad_dtype()
         if self.compare_storage is None:
             self.compare_storage = self.samples is None
-        if self.bad_inputs is None:
-            self.bad_inputs = self._default_bad_inputs()
         if self.name is None:
             self.name = (
                 overload._opname if overload is not None else getattr(self.op, "__name__", "op")
@@ -364,23 +355,6 @@ class OpSpec:
         """The arguments the op writes (``mutates``) that its schema does not
         mark ``Tensor(a!)``: the schema's bug."""
         return self._unmarked if overload is _resolve_overload(self.op) else ()
-
-    def _default_bad_inputs(self) -> list[str]:
-        if self.samples is None:
-            kinds = ["dtype", "shape", "device"] if self.n_tensors >= 2 else ["dtype"]
-        else:
-            # The op's real signature: a wider input may be valid, and inputs
-            # on two devices need two tensors.
-            kinds = ["dtype"]
-            try:
-                args = self.sample(self.base_layout, self.first_dtype, "cpu", small=True)
-            except Exception:  # noqa: BLE001  (a CUDA-only samples(): decided on the GPU)
-                args = None
-            if args is None or len(self.tensor_positions(args) + self.out_positions(args)) >= 2:
-                kinds.append("device")
-        if self.out:
-            kinds += ["out-overlap", "out-internal-overlap"]
-        return kinds
 
     # -- inputs -------------------------------------------------------------
 
@@ -549,90 +523,7 @@ class OpSpec:
 
     # -- cases --------------------------------------------------------------
 
-    def cases(self) -> list[Case]:
-        """Every case of every selected check, CUDA ones included."""
-        out: list[Case] = []
-        first_float = self.first_dtype  # the dtype of the layout sweeps
-        grad_dtype = self.gradient_dtype
-        reverse = self.differentiable and "reverse" in self.autodiff
-        differentiated = [layout for layout in self.layouts if self.differentiates_on(layout)]
-
-        def add(check, device, dtype=None, layout=None, variant=None):
-            if check in self.checks:
-                case = Case(self.name, check, device, dtype, layout, variant, self.skip.get(check))
-                out.append(case)
-
-        def grad_variants(dtype, layout):
-            # requires_grad where a gradient can flow: a floating-point dtype,
-            # and an argument to differentiate on this layout.
-            if reverse and dtype.is_floating_point and layout in differentiated:
-                return ("no_grad", "requires_grad")
-            return ("no_grad",)
-
-        for device in self.devices:
-            cuda = device.startswith("cuda")
-            for dtype in self.dtypes:
-                for layout in self.layouts:
-                    add("results", device, dtype, layout)
-                    if self.exact and dtype.is_floating_point:
-                        # Bit for bit includes -0.0, infinities and NaN.
-                        add("results", device, dtype, layout, "specials")
-            if self.out:
-                for layout, variant in self._out_layout_cases():
-                    add("results", device, first_float, layout, variant)
-            for layout in self.layouts:
-                add("strides", device, first_float, layout)
-                add("fake", device, first_float, layout)
-            for dtype in self.dtypes:
-                if dtype != first_float:
-                    add("fake", device, dtype, self.base_layout)
-            # opcheck: every layout, with and without requires_grad (autograd
-            # and inference graphs differ), then every dtype.
-            for layout in self.layouts:
-                for variant in grad_variants(first_float, layout):
-                    add("opcheck", device, first_float, layout, variant)
-            for dtype in self.dtypes:
-                if dtype != first_float and "contiguous" in self.layouts:
-                    variant = grad_variants(dtype, "contiguous")[-1]
-                    add("opcheck", device, dtype, "contiguous", variant)
-            if reverse:
-                for layout in differentiated:
-                    if self.samples is not None or SMALL_LAYOUTS[layout].perturbable:
-                        add("gradcheck", device, grad_dtype, layout)
-                for layout in GRADGRAD_LAYOUTS:
-                    if layout in differentiated:
-                        add("gradgradcheck", device, grad_dtype, layout)
-            if self.differentiable:
-                # Every mode: a claimed one gives the reference's derivative,
-                # a silent one (PyTorch's limitation, declared) a zero or
-                # missing one, any other raises (on inputs the op takes).
-                for mode in MODES if differentiated else ():
-                    if mode in self.autodiff:
-                        add("autodiff", device, grad_dtype, variant=mode)
-                    elif mode in self.silent_modes:
-                        add("autodiff", device, grad_dtype, variant=f"{mode}-silent")
-                    else:
-                        add("autodiff", device, grad_dtype, variant=f"{mode}-raises")
-            if not self.out and not self.mutates and not self.dynamic_output:
-                add("vmap", device, first_float, self.base_layout)
-            for layout in self.layouts:
-                add("compile", device, first_float, layout)
-            add("dynamic", device, first_float)
-            add("export", device, first_float)
-            if cuda:
-                add("cuda_graph", device, first_float)
-                add("side_stream", device, first_float)
-            for kind in self.bad_inputs:
-                if kind == "device" and not cuda:
-                    continue  # generated under "cuda": one input there, one on the CPU
-                add("bad_input", device, variant=kind)
-                add("internal_assert", device, variant=kind)
-            if self.huge:
-                small = min(self.dtypes, key=lambda d: torch.empty((), dtype=d).element_size())
-                add("huge", device, small)
-        return out
-
-    def _out_layout_cases(self) -> list[tuple[str, str]]:
+    def out_layout_cases(self) -> list[tuple[str, str]]:
         """(input layout, "out-<out layout>") for the results check of an out= op:
         each of OUT_LAYOUTS on inputs with as many dimensions as it needs."""
         if self.samples is not None:
@@ -643,10 +534,6 @@ class OpSpec:
         # spec's layouts are chosen.
         inputs = {None: "contiguous", 2: "contiguous", 4: "channels-last"}
         return [(inputs[needs], f"out-{name}") for name, (_, needs) in OUT_LAYOUTS.items()]
-
-    def run(self, case: Case) -> None:
-        """Runs one case; raises ConformanceFailure naming check, case and fix."""
-        run_check(self, case)
 
 
 def _as_tuple(x) -> tuple:

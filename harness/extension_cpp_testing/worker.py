@@ -42,6 +42,7 @@ import warnings
 import torch
 
 from .case import Case, ConformanceFailure
+from .suite import run_case
 
 # (module name, n) -> the OpSpec that module's n-th conformance_tests call made.
 _SPECS: dict[tuple[str, int], object] = {}
@@ -124,14 +125,14 @@ _worker: _Worker | None = None
 _unavailable: set[str] = set()
 
 
-def run_case(spec, key: tuple[str, int] | None, case: Case) -> None:
+def run_isolated(spec, key: tuple[str, int] | None, case: Case) -> None:
     """Runs spec's case in the worker (or here, where it can't run there);
     raises what the case raises, or a ConformanceFailure naming the signal
     that ended the worker."""
     global _worker
     __tracebackhide__ = True  # a failure shows its check, case and fix, not our frames
     if key is None or key[0] in _unavailable or not isolated():
-        spec.run(case)
+        run_case(spec, case)
         return
     if _worker is None:
         _worker = _Worker()
@@ -146,7 +147,7 @@ def run_case(spec, key: tuple[str, int] | None, case: Case) -> None:
         raise detail
     if outcome == "unavailable":
         _unavailable.add(key[0])
-        spec.run(case)
+        run_case(spec, case)
         return
     if outcome == "error":
         raise RuntimeError(f"the case raised in the worker process:\n{detail}")
@@ -166,9 +167,14 @@ def _death(code: int | None) -> str:
     return f"the process running the case exited with code {code} without finishing the case"
 
 
-def _crash_fix(case: Case) -> str:
-    from .conformance import CRASH_FIX
+CRASH_FIX = (
+    "the kernel crashed the process instead of raising: run the case alone in this process "
+    "(EXTENSION_CPP_TESTING_ISOLATE=0 pytest -k '<case>') under gdb or a sanitizer build, "
+    "and check what the user controls with TORCH_CHECK, which raises"
+)
 
+
+def _crash_fix(case: Case) -> str:
     return CRASH_FIX.replace("<case>", case.id)
 
 
@@ -228,7 +234,7 @@ def _run(key, name, case, state) -> tuple:
         return "unavailable", str(e)
     _set_warning_filters(state["filters"])
     try:
-        spec.run(case)
+        run_case(spec, case)
     except ConformanceFailure as e:
         return "failed", e
     return "passed", None
@@ -342,7 +348,7 @@ def _no_fork_reason() -> str | None:
 
 def _outcome(spec, case: Case):
     try:
-        spec.run(case)
+        run_case(spec, case)
     except ConformanceFailure as e:
         return e
     return None

@@ -17,7 +17,7 @@ bitsandbytes = pytest.importorskip(
     "release the Makefile pins: pip install --no-deps bitsandbytes==<release>)"
 )  # fmt: skip
 
-from extension_cpp_testing import MODES, conformance_tests  # noqa: E402
+from extension_cpp_testing import MODES, cases, conformance_tests  # noqa: E402
 
 from . import bitsandbytes_findings as findings  # noqa: E402
 from .bitsandbytes_specs import SPECS  # noqa: E402
@@ -321,7 +321,7 @@ KNOWN = {
 
 # Each spec's case ids. Every KNOWN case must be one of them
 # (conformance_tests checks only those it is given).
-IDS = {name: {case.id for case in spec.cases()} for name, spec in SPECS.items()}
+IDS = {name: {case.id for case in cases(spec)} for name, spec in SPECS.items()}
 if unknown := set(KNOWN).difference(*IDS.values()):
     raise ValueError(f"KNOWN names no case: {sorted(unknown)}")
 

@@ -15,7 +15,7 @@ fbgemm_gpu = pytest.importorskip(
     "release the Makefile pins: pip install --no-deps fbgemm-gpu-cpu==<release>)"
 )  # fmt: skip
 
-from extension_cpp_testing import MODES, conformance_tests  # noqa: E402
+from extension_cpp_testing import MODES, cases, conformance_tests  # noqa: E402
 
 from . import fbgemm_findings as findings  # noqa: E402
 from .fbgemm_specs import SPECS  # noqa: E402
@@ -149,7 +149,7 @@ KNOWN = {
 
 # Each spec's case ids. Every KNOWN case must be one of them
 # (conformance_tests checks only those it is given).
-IDS = {name: {case.id for case in spec.cases()} for name, spec in SPECS.items()}
+IDS = {name: {case.id for case in cases(spec)} for name, spec in SPECS.items()}
 if unknown := set(KNOWN).difference(*IDS.values()):
     raise ValueError(f"KNOWN names no case: {sorted(unknown)}")
 

@@ -10,7 +10,4 @@ extension_cpp_stable is installed. New code can import
 """
 
 from extension_cpp_testing import *  # noqa: F403
-from extension_cpp_testing import __all__, autodiff, conformance, layouts, spec  # noqa: F401
-
-# The checks' module, by the name it had when the harness lived here.
-checks = conformance
+from extension_cpp_testing import __all__, autodiff, checks, layouts, spec  # noqa: F401
