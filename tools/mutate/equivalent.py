@@ -24,17 +24,17 @@ EQUIVALENT: dict = {
     # rounding of the same product (float multiplication commutes, and so does
     # the fused multiply-add's).
     (
-        "extension_cpp/ops.py",
-        "return _mymuladd(a, b, c), 0",
-        "return (_mymuladd(b, a, c)), 0",
+        "extension_cpp/_library.py",
+        "return mymuladd(a, b, c), 0",
+        "return (mymuladd(b, a, c)), 0",
     ): "the batching rule's call: both inputs are already batched alike, and the op commutes",
     (
-        "extension_cpp/ops.py",
-        "return _mymul(a, b), 0",
-        "return (_mymul(b, a)), 0",
+        "extension_cpp/_library.py",
+        "return mymul(a, b), 0",
+        "return (mymul(b, a)), 0",
     ): "the batching rule's call: both inputs are already batched alike, and the op commutes",
     (
-        "extension_cpp/ops.py",
+        "extension_cpp/_library.py",
         "a, b = _batch_first(info, in_dims[:2], a, b)",
         "a, b = _batch_first(info, in_dims[:(3)], a, b)",
     ): "_batch_first pairs in_dims with the two tensors given; a third entry (c's) is never read",
@@ -59,22 +59,22 @@ EQUIVALENT: dict = {
         "if a is None or b is None or not ((a.is_floating_point() or b.is_floating_point())):",
     ): "_cast touches floating-point inputs only, so a non-floating input still reaches the "
     "kernel's dtype check unchanged, whichever dtype is chosen",
-    # The harness's bit comparison: _same_bits(x, y) views both tensors as
+    # The harness's bit comparison: same_bits(x, y) views both tensors as
     # integers of x's width, and the callers pass two tensors of one dtype.
     (
-        "harness/extension_cpp_testing/conformance.py",
+        "harness/extension_cpp_testing/checks/base.py",
         "return torch.equal(x, y)",
         "return (torch.equal(y, x))",
     ): "torch.equal is symmetric",
     (
-        "harness/extension_cpp_testing/conformance.py",
+        "harness/extension_cpp_testing/checks/base.py",
         "return torch.equal(x.view(bits), y.view(bits))",
         "return (torch.equal(y.view(bits), x.view(bits)))",
     ): "torch.equal is symmetric",
     (
-        "harness/extension_cpp_testing/conformance.py",
-        "if not _same_bits(args[i], before[i]):",
-        "if not (_same_bits(before[i], args[i])):",
+        "harness/extension_cpp_testing/checks/results.py",
+        "if not same_bits(args[i], before[i]):",
+        "if not (same_bits(before[i], args[i])):",
     ): "before[i] is a clone of args[i], so both have one dtype, and equal bits are symmetric",
     # Layout code that chooses how to walk, not what is computed.
     (

@@ -20,7 +20,7 @@ PYTHON = {
     "extension_cpp/_checks.py": {
         "tests": [C + "test_errors.py", C + "test_layout_rule.py", HARNESS_CPU],
     },
-    "extension_cpp/ops.py": {
+    "extension_cpp/_library.py": {
         "tests": [
             C + "test_errors.py",
             C + "test_correctness.py",
@@ -35,17 +35,21 @@ PYTHON = {
     "extension_cpp/_autocast.py": {"tests": [C + "test_autocast.py"]},
     # The harness: its checks must fail on the zoo's bugs and pass on good ops.
     # (the checks the zoo's bugs are about)
-    "harness/extension_cpp_testing/conformance.py": {
+    "harness/extension_cpp_testing/checks/base.py": {
         "tests": [ZOO + "test_spec.py", ZOO + "test_zoo.py"],
-        "only": [
-            "_same_bits",
-            "assert_same_values",
-            "check_results",
-            "check_strides",
-            "check_fake",
-            "_check_fake_out",
-            "check_internal_assert",
-        ],
+        "only": ["same_bits", "assert_same_values"],
+    },
+    "harness/extension_cpp_testing/checks/results.py": {
+        "tests": [ZOO + "test_spec.py", ZOO + "test_zoo.py"],
+        "only": ["check_results", "check_strides"],
+    },
+    "harness/extension_cpp_testing/checks/fake.py": {
+        "tests": [ZOO + "test_spec.py", ZOO + "test_zoo.py"],
+        "only": ["check_fake", "_check_fake_out"],
+    },
+    "harness/extension_cpp_testing/checks/bad_input.py": {
+        "tests": [ZOO + "test_spec.py", ZOO + "test_zoo.py"],
+        "only": ["check_internal_assert"],
     },
     "harness/extension_cpp_testing/layouts.py": {
         "tests": [ZOO + "test_spec.py", ZOO + "test_zoo.py"],
@@ -69,7 +73,7 @@ _SHAPE_CHECK = """    torch._check(
 PLANTED = [
     {
         "bug": "mymuladd's fake kernel builds its output from (b, a)",
-        "path": "extension_cpp/ops.py",
+        "path": "extension_cpp/_library.py",
         "after": "def _mymuladd_fake",
         "old": "elementwise_output(a, b)",
         "new": "elementwise_output(b, a)",
@@ -89,13 +93,13 @@ PLANTED = [
     },
     {
         "bug": "the harness's 'op modified its input' check disabled",
-        "path": "harness/extension_cpp_testing/conformance.py",
-        "old": "if not _same_bits(args[i], before[i]):",
+        "path": "harness/extension_cpp_testing/checks/results.py",
+        "old": "if not same_bits(args[i], before[i]):",
         "new": "if False:",
     },
     {
         "bug": "myadd_out's fake kernel checks nothing",
-        "path": "extension_cpp/ops.py",
+        "path": "extension_cpp/_library.py",
         "after": "def _myadd_out_fake",
         "old": '_checks.check_out("myadd_out", a, b, out)',
         "new": "pass",
@@ -248,7 +252,11 @@ CPP = [
         "b.const_data_ptr<scalar_t>(), layout,\n                                   AddOp",
         "a.const_data_ptr<scalar_t>(), layout,\n                                   AddOp",
     ),
-    _m(CPU, 'check_out("myadd_out", a, b, out);', 'check_inputs("myadd_out", a, b);'),
+    _m(
+        "csrc/ops.cpp",
+        "checks::check_out(op, View{a}, View{b}, View{out});\n  return",
+        "checks::check_inputs(op, View{a}, View{b});\n  return",
+    ),
     _m(
         LOOP,
         "for (int64_t i = begin; i < end; ++i) {",
