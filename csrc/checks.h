@@ -56,12 +56,14 @@ inline constexpr Message kMessages[] = {
      "torch.ops.{namespace}.{op} was called under a torch.func transform that needs its gradient "
      "(grad, vjp, jacrev, hessian or vmap of one of them); call {namespace}.{op} instead, which "
      "supports every torch.func transform"},
-    // The stable-ABI build's allocation (csrc/stable/ops.cpp), whose C shim
+    // The stable-ABI build's allocation (stable/csrc/ops.cpp), whose C shim
     // reports only that it failed.
     {"alloc_failed",
      "{op}: could not allocate the output, {numel} elements of {dtype} on {device}; the stable "
      "ABI's C shim passes on only that the allocation failed, and torch printed the reason to "
      "stderr (on a full GPU: CUDA out of memory)"},
+    // The kernel for calls no backend takes (csrc/ops.cpp).
+    {"no_kernel", "{op}: no kernel for {device} tensors; extension_cpp has CPU and CUDA kernels"},
     {"vmap_out",
      "{op}: under torch.vmap, out must be batched like the inputs (it would receive every "
      "sample's result); vmap over out too, or use a + b"},

@@ -2,7 +2,7 @@
 // bindings.
 //
 // The classic kernels (csrc/ops.cpp) and the stable-ABI ones
-// (csrc/stable/ops.cpp) run these templates on a small view of their tensor
+// (stable/csrc/ops.cpp) run these templates on a small view of their tensor
 // type (View, below), which says how each fact about a tensor is read and how
 // an error is raised. What is checked, in which order and in which words
 // (checks.h) is written here alone. The fake kernels check the same things in
@@ -10,7 +10,7 @@
 // tests/conformance/test_check_parity.py holds the three to the same answers.
 #pragma once
 
-#ifdef TORCH_TARGET_VERSION  // the stable-ABI build (csrc/stable/): torch/headeronly only
+#ifdef TORCH_TARGET_VERSION  // the stable-ABI build (stable/csrc/): torch/headeronly only
 #include <torch/headeronly/core/ScalarType.h>
 #else
 #include <c10/core/ScalarType.h>
@@ -176,11 +176,13 @@ void check_out(const char* op, const View& a, const View& b, const View& out) {
   detail::check_no_partial_overlap(op, out, "b", b);
 }
 
-// out, a and b (checked as above) as one strided layout, with neighbouring
-// dimensions merged where all three allow it (elementwise.h).
+// out (of a's sizes, with out_strides), a and b (checked as above) as one
+// strided layout, with neighbouring dimensions merged where all three allow
+// it (elementwise.h).
 template <typename View>
-BinaryLayout merged_layout(const char* op, const View& out, const View& a, const View& b) {
-  const int64_t* strides[3] = {out.strides(), a.strides(), b.strides()};
+BinaryLayout merged_layout(const char* op, const int64_t* out_strides, const View& a,
+                           const View& b) {
+  const int64_t* strides[3] = {out_strides, a.strides(), b.strides()};
   BinaryLayout layout;
   const bool ok = make_binary_layout(static_cast<int>(a.dim()), a.sizes(), strides, &layout);
   require<View>(ok, [&] {

@@ -19,9 +19,7 @@ skips the Autocast keys there.
 
 import torch
 
-from . import ops
-
-_NAMESPACE = ops._NAMESPACE
+from . import _library
 
 
 def _cast(t, dtype):
@@ -43,22 +41,22 @@ def _kernels(key: torch._C.DispatchKey):
     def mymuladd(a, b, c):
         with no_autocast():
             dtype = _widest(a, b)
-            return ops._mymuladd(_cast(a, dtype), _cast(b, dtype), c)
+            return _library.mymuladd(_cast(a, dtype), _cast(b, dtype), c)
 
     def mymul(a, b):
         with no_autocast():
             dtype = _widest(a, b)
-            return ops._mymul(_cast(a, dtype), _cast(b, dtype))
+            return _library.mymul(_cast(a, dtype), _cast(b, dtype))
 
     def myadd_out(a, b, out):
         with no_autocast():
             dtype = None if out is None else out.dtype
-            ops._myadd_out(_cast(a, dtype), _cast(b, dtype), out)
+            _library.myadd_out(_cast(a, dtype), _cast(b, dtype), out)
 
     return {"mymuladd": mymuladd, "mymul": mymul, "myadd_out": myadd_out}
 
 
-_lib = torch.library.Library(_NAMESPACE, "IMPL")
+_lib = torch.library.Library(_library.NAMESPACE, "IMPL")
 
 
 def register() -> None:

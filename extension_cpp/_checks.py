@@ -104,17 +104,3 @@ def elementwise_output(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     conformance suite checks that the C++ rule gives the same strides.
     """
     return torch.empty_like(torch.mul(a, b))
-
-
-def raise_if_none(op: str, **tensors) -> None:
-    """Replaces a dispatcher error about a None argument with the kernel's words.
-
-    The schema lets None through as an undefined tensor. With another tensor
-    present, the C++ check (or, under torch.compile, the fake kernel's) names
-    it; with no tensor at all the dispatcher finds no kernel to run ("There
-    were no tensor arguments ..."). Called only after a call has failed, so a
-    good call pays nothing for it.
-    """
-    for name, t in tensors.items():
-        if t is None:
-            raise RuntimeError(message("none", op=op, name=name)) from None

@@ -31,12 +31,11 @@ struct SquareOp {
 # [kernel] csrc/cpu/ops_cpu.cpp, beside mymul_cpu:
 KERNEL = """\
 at::Tensor mysquare_cpu(const at::Tensor& a) {
-  check_input("mysquare", a);
-  at::Tensor out = new_output(a, a);
-  const BinaryLayout layout = merged_layout("mysquare", out, a);
+  const Prepared prepared = prepare("mysquare", a);
+  at::Tensor out = new_output(a, prepared);
   AT_DISPATCH_V2(a.scalar_type(), "mysquare_cpu", AT_WRAP([&] {
                    elementwise_cpu(out.mutable_data_ptr<scalar_t>(), a.const_data_ptr<scalar_t>(),
-                                   layout, SquareOp<opmath_t<scalar_t>>{});
+                                   prepared.layout, SquareOp<opmath_t<scalar_t>>{});
                  }),
                  AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
   return out;
@@ -94,25 +93,32 @@ AUTOGRAD_IMPL = """\
 PYTHON = '''
 
 __all__ += ["mysquare"]
-_mysquare = _ops.mysquare.default
+_mysquare = _library.mysquare
 
 
 def mysquare(a: Tensor) -> Tensor:
     """Returns ``a * a``, laid out as ``torch.mul(a, a)`` would be."""
     return _mysquare(a)
+'''
+# [end python]
+
+# [library] <package>/_library.py, at the end:
+LIBRARY = '''
+
+mysquare = _ops.mysquare.default
 
 
-@torch.library.register_fake(f"{_NAMESPACE}::mysquare")
+@torch.library.register_fake(f"{NAMESPACE}::mysquare")
 def _mysquare_fake(a: Tensor) -> Tensor:
     _checks.check_input("mysquare", a)
     return _checks.elementwise_output(a, a)
 
 
-@torch.library.register_vmap(f"{_NAMESPACE}::mysquare")
+@torch.library.register_vmap(f"{NAMESPACE}::mysquare")
 def _mysquare_vmap(info, in_dims, a: Tensor):
-    return _mysquare(a), in_dims[0]  # elementwise: the batch dimension stays put
+    return mysquare(a), in_dims[0]  # elementwise: the batch dimension stays put
 '''
-# [end python]
+# [end library]
 
 # (file, anchor, text, before): text goes on the line after the first line
 # that contains anchor, or on the line before it.
@@ -140,7 +146,8 @@ def add(project: Path, package: str) -> set[str]:
         text = text.replace("extension_cpp::", f"{package}::")
         _insert(project / file, anchor.format(package=package), text, before)
         changed.add(file)
-    ops_py = project / package / "ops.py"
-    ops_py.write_text(ops_py.read_text() + PYTHON)
-    changed.add(f"{package}/ops.py")
+    for name, text in (("_library.py", LIBRARY), ("ops.py", PYTHON)):
+        path = project / package / name
+        path.write_text(path.read_text() + text)
+        changed.add(f"{package}/{name}")
     return changed

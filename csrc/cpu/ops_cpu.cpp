@@ -1,10 +1,10 @@
 // The CPU kernels of mymuladd, mymul and myadd_out.
 //
-// Each kernel checks its arguments (ops.h), makes or checks the output, and
-// runs elementwise_cpu (csrc/loops.h: the simple loop of elementwise_cpu.h,
-// or the tuned ones) with its op's functor (elementwise.h) for the tensors'
-// dtype. float16 and bfloat16 are computed
-// in float (opmath_t) and rounded once when stored.
+// Each kernel prepares (ops.h: checks its arguments, and gives the output's
+// strides and the merged layout), makes the output, and runs elementwise_cpu (csrc/loops.h: the
+// simple loop of elementwise_cpu.h, or the tuned ones) with its op's functor (elementwise.h) for
+// the tensors' dtype. float16 and bfloat16 are computed in float (opmath_t) and rounded once when
+// stored.
 #include <ATen/Dispatch_v2.h>
 #include <ATen/EmptyTensor.h>
 #include <torch/library.h>
@@ -18,16 +18,16 @@ namespace {
 // A new tensor for f(a, b), laid out as torch.mul(a, b) would be, straight
 // from the CPU allocator: at::empty_strided would go through the dispatcher
 // again, a noticeable part of a small call (Note [Per-call cost]).
-at::Tensor new_output(const at::Tensor& a, const at::Tensor& b) {
-  return at::detail::empty_strided_cpu(a.sizes(), output_strides(a, b), a.scalar_type());
+at::Tensor new_output(const at::Tensor& a, const Prepared& prepared) {
+  return at::detail::empty_strided_cpu(a.sizes(), prepared.out_strides, a.scalar_type());
 }
 
 // a, b: same shape, dtype and device (checked). Returns a * b + c, laid out
 // as torch.mul(a, b).
 at::Tensor mymuladd_cpu(const at::Tensor& a, const at::Tensor& b, double c) {
-  check_inputs("mymuladd", a, b);
-  at::Tensor out = new_output(a, b);
-  const BinaryLayout layout = merged_layout("mymuladd", out, a, b);
+  const Prepared prepared = prepare("mymuladd", a, b);
+  at::Tensor out = new_output(a, prepared);
+  const BinaryLayout& layout = prepared.layout;
   AT_DISPATCH_V2(a.scalar_type(), "mymuladd_cpu", AT_WRAP([&] {
                    using T = opmath_t<scalar_t>;
                    elementwise_cpu(out.mutable_data_ptr<scalar_t>(), a.const_data_ptr<scalar_t>(),
@@ -39,9 +39,9 @@ at::Tensor mymuladd_cpu(const at::Tensor& a, const at::Tensor& b, double c) {
 }
 
 at::Tensor mymul_cpu(const at::Tensor& a, const at::Tensor& b) {
-  check_inputs("mymul", a, b);
-  at::Tensor out = new_output(a, b);
-  const BinaryLayout layout = merged_layout("mymul", out, a, b);
+  const Prepared prepared = prepare("mymul", a, b);
+  at::Tensor out = new_output(a, prepared);
+  const BinaryLayout& layout = prepared.layout;
   AT_DISPATCH_V2(a.scalar_type(), "mymul_cpu", AT_WRAP([&] {
                    elementwise_cpu(out.mutable_data_ptr<scalar_t>(), a.const_data_ptr<scalar_t>(),
                                    b.const_data_ptr<scalar_t>(), layout,
@@ -54,8 +54,7 @@ at::Tensor mymul_cpu(const at::Tensor& a, const at::Tensor& b) {
 // out: same shape, dtype and device as a and b, any layout without internal
 // overlap; a or b itself, or sharing no memory with them.
 void myadd_out_cpu(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
-  check_out("myadd_out", a, b, out);
-  const BinaryLayout layout = merged_layout("myadd_out", out, a, b);
+  const BinaryLayout layout = prepare_out("myadd_out", a, b, out);
   AT_DISPATCH_V2(a.scalar_type(), "myadd_out_cpu", AT_WRAP([&] {
                    elementwise_cpu(out.mutable_data_ptr<scalar_t>(), a.const_data_ptr<scalar_t>(),
                                    b.const_data_ptr<scalar_t>(), layout,

@@ -16,16 +16,16 @@ namespace {
 
 // A new tensor for f(a, b) on a's device, laid out as torch.mul(a, b) would
 // be, straight from the CUDA allocator (as in ops_cpu.cpp).
-at::Tensor new_output(const at::Tensor& a, const at::Tensor& b) {
-  return at::detail::empty_strided_cuda(a.sizes(), output_strides(a, b), a.scalar_type(),
+at::Tensor new_output(const at::Tensor& a, const Prepared& prepared) {
+  return at::detail::empty_strided_cuda(a.sizes(), prepared.out_strides, a.scalar_type(),
                                         a.device());
 }
 
 at::Tensor mymuladd_cuda(const at::Tensor& a, const at::Tensor& b, double c) {
-  check_inputs("mymuladd", a, b);
+  const Prepared prepared = prepare("mymuladd", a, b);
   const c10::cuda::CUDAGuard device_guard(a.device());
-  at::Tensor out = new_output(a, b);
-  const BinaryLayout layout = merged_layout("mymuladd", out, a, b);
+  at::Tensor out = new_output(a, prepared);
+  const BinaryLayout& layout = prepared.layout;
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   AT_DISPATCH_V2(a.scalar_type(), "mymuladd_cuda", AT_WRAP([&] {
                    using T = opmath_t<scalar_t>;
@@ -38,10 +38,10 @@ at::Tensor mymuladd_cuda(const at::Tensor& a, const at::Tensor& b, double c) {
 }
 
 at::Tensor mymul_cuda(const at::Tensor& a, const at::Tensor& b) {
-  check_inputs("mymul", a, b);
+  const Prepared prepared = prepare("mymul", a, b);
   const c10::cuda::CUDAGuard device_guard(a.device());
-  at::Tensor out = new_output(a, b);
-  const BinaryLayout layout = merged_layout("mymul", out, a, b);
+  at::Tensor out = new_output(a, prepared);
+  const BinaryLayout& layout = prepared.layout;
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   AT_DISPATCH_V2(a.scalar_type(), "mymul_cuda", AT_WRAP([&] {
                    elementwise_cuda(out.mutable_data_ptr<scalar_t>(), a.const_data_ptr<scalar_t>(),
@@ -53,9 +53,8 @@ at::Tensor mymul_cuda(const at::Tensor& a, const at::Tensor& b) {
 }
 
 void myadd_out_cuda(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
-  check_out("myadd_out", a, b, out);
+  const BinaryLayout layout = prepare_out("myadd_out", a, b, out);
   const c10::cuda::CUDAGuard device_guard(a.device());
-  const BinaryLayout layout = merged_layout("myadd_out", out, a, b);
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   AT_DISPATCH_V2(a.scalar_type(), "myadd_out_cuda", AT_WRAP([&] {
                    elementwise_cuda(out.mutable_data_ptr<scalar_t>(), a.const_data_ptr<scalar_t>(),
