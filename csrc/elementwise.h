@@ -8,7 +8,7 @@
 // sizes and strides, so the stable-ABI binding runs them unchanged.
 #pragma once
 
-#ifdef TORCH_TARGET_VERSION  // the stable-ABI build (csrc/stable/): torch/headeronly only
+#ifdef TORCH_TARGET_VERSION  // the stable-ABI build (stable/csrc/): torch/headeronly only
 #include <torch/headeronly/macros/Macros.h>
 #include <torch/headeronly/util/BFloat16.h>
 #include <torch/headeronly/util/Half.h>

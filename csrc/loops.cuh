@@ -5,7 +5,7 @@
 // the simple kernel of csrc/cuda/elementwise_cuda.cuh takes the rest, and
 // every layout in a build without them (EXTENSION_CPP_KERNELS=simple), which
 // compiles nothing in csrc/fast/. The CUDA kernels of both bindings call
-// elementwise_cuda (csrc/cuda/ops_cuda.cu, csrc/stable/ops_cuda.cu).
+// elementwise_cuda (csrc/cuda/ops_cuda.cu, stable/csrc/ops_cuda.cu).
 #pragma once
 
 #include <cuda_runtime.h>

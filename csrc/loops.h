@@ -4,7 +4,7 @@
 // tuned loops of csrc/fast/cpu/ run; built without them
 // (EXTENSION_CPP_KERNELS=simple), the simple loop of csrc/cpu/elementwise_cpu.h
 // runs, and nothing in csrc/fast/ is compiled. The CPU kernels of both
-// bindings call elementwise_cpu (csrc/cpu/ops_cpu.cpp, csrc/stable/ops_cpu.cpp).
+// bindings call elementwise_cpu (csrc/cpu/ops_cpu.cpp, stable/csrc/ops_cpu.cpp).
 #pragma once
 
 #include "cpu/elementwise_cpu.h"

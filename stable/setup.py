@@ -1,8 +1,9 @@
 """Build extension_cpp_stable: the extension_cpp ops against the LibTorch stable ABI.
 
 One limited-API module, extension_cpp_stable/_C.abi3.so, compiled from
-csrc/stable/ (the binding) and the classic build's kernels (csrc/cpu/,
-csrc/cuda/, csrc/fast/, csrc/elementwise.h), with
+stable/csrc/ (the binding) and the classic build's kernels and checks
+(csrc/cpu/, csrc/cuda/, csrc/fast/, csrc/elementwise.h, csrc/input_checks.h,
+found on the include path), with
 TORCH_TARGET_VERSION pinning torch 2.10 as the oldest release it loads on.
 The wheel is cp310-abi3 (torch 2.10 needs CPython 3.10) and requires
 torch>=2.10: build it once, against any torch from 2.10 on, and it runs on
@@ -10,9 +11,12 @@ every later release.
 
     pip install --no-build-isolation stable/      # or -e stable/ for development
 
-Its Python is the classic package's: the build_py step copies SHARED_MODULES
-from extension_cpp/ into extension_cpp_stable/ (git ignores the copies), so
-there is one source to edit and nothing to keep in step by hand. Reading this
+Its public functions (extension_cpp_stable/ops.py) and derivatives
+(_autograd.py) are its own; what the classic package's Python holds for any
+namespace (the fake kernels, batching rules, checks, Autocast and DTensor
+rules) the build_py step copies in: SHARED_MODULES from extension_cpp/ into
+extension_cpp_stable/ (git ignores the copies), so there is one source to
+edit and nothing to keep in step by hand. Reading this
 file (a metadata query, say) writes nothing.
 
 Environment variables: EXTENSION_CPP_CUDA, TORCH_CUDA_ARCH_LIST,
@@ -55,12 +59,18 @@ OLDEST_TORCH = "2.10"
 
 
 # The classic package's modules that serve both packages: each reads its op
-# namespace from the package it is imported in.
-SHARED_MODULES = ["ops.py", "_checks.py", "_autocast.py", "_sharding.py", "_dtensor_hook.py"]
+# namespace from the package it is imported in. Its public functions are
+# this package's own (extension_cpp_stable/ops.py: the torch.func path).
+SHARED_MODULES = ["_library.py", "_checks.py", "_autocast.py", "_sharding.py", "_dtensor_hook.py"]
 
 
 def csrc(*parts: str) -> str:
-    return os.path.join(ROOT, "csrc", *parts)
+    """This build's own C++ (stable/csrc/)."""
+    return os.path.join(HERE, "csrc", *parts)
+
+
+# The classic build's kernels and checks, which this build's C++ includes.
+SHARED_CSRC = os.path.join(ROOT, "csrc")
 
 
 class build_py_with_shared_modules(build_py):
@@ -81,11 +91,12 @@ def extension():
     cxx_flags, link_flags = build_options.flags(openmp=False)
     target = f"-DTORCH_TARGET_VERSION={TORCH_TARGET_VERSION}"
     cxx_flags.append(target)
-    files = [csrc("python_module.cpp"), csrc("stable", "ops.cpp"), csrc("stable", "ops_cpu.cpp")]
+    files = [os.path.join(SHARED_CSRC, "python_module.cpp"), csrc("ops.cpp"), csrc("ops_cpu.cpp")]
     if not build_options.use_cuda():
         return CppExtension(
             "extension_cpp_stable._C",
             files,
+            include_dirs=[SHARED_CSRC],
             extra_compile_args={"cxx": cxx_flags},
             extra_link_args=link_flags,
             py_limited_api=True,
@@ -97,7 +108,8 @@ def extension():
     cxx_flags.append("-DUSE_CUDA")
     return CUDAExtension(
         "extension_cpp_stable._C",
-        [*files, csrc("stable", "ops_cuda.cu")],
+        [*files, csrc("ops_cuda.cu")],
+        include_dirs=[SHARED_CSRC],
         extra_compile_args={
             "cxx": cxx_flags,
             "nvcc": [*build_options.NVCC_FLAGS, target, "-DUSE_CUDA"],

@@ -3,7 +3,7 @@
 //
 // It takes raw pointers and the merged layout (elementwise.h), so both
 // bindings run it: the classic kernels (ops_cpu.cpp) and the stable-ABI ones
-// (csrc/stable/ops_cpu.cpp). The loop is correct on every layout; csrc/loops.h
+// (stable/csrc/ops_cpu.cpp). The loop is correct on every layout; csrc/loops.h
 // runs it wherever the tuned loops of csrc/fast/cpu/ are not built.
 #pragma once
 

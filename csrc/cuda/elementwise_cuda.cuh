@@ -5,7 +5,7 @@
 // each operand comes from its index (offsets_of in elementwise.h), so every
 // layout works. It takes raw pointers, the merged layout and the stream to
 // launch on, so both bindings run it: the classic kernels (ops_cuda.cu) and
-// the stable-ABI ones (csrc/stable/ops_cuda.cu). Each passes PyTorch's
+// the stable-ABI ones (stable/csrc/ops_cuda.cu). Each passes PyTorch's
 // current stream on the inputs' device, never the legacy default stream,
 // which races work queued on other streams and breaks CUDA graph capture.
 // csrc/loops.cuh runs it wherever the tuned kernels of csrc/fast/cuda/ are

@@ -1,5 +1,5 @@
-// Schemas of the extension_cpp_stable ops, and the checks every backend of
-// the stable-ABI build runs.
+// Schemas of the extension_cpp_stable ops, the checks every backend of the
+// stable-ABI build runs, and the kernel for calls no backend takes.
 //
 // The same schemas as csrc/ops.cpp, and the same checks (input_checks.h), run
 // on torch::stable::Tensor. What differs is only how a fact about a tensor is
@@ -22,7 +22,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "../input_checks.h"
+#include "input_checks.h"
 
 namespace extension_cpp::stable {
 namespace {
@@ -82,18 +82,6 @@ struct View {
 
 }  // namespace
 
-void check_inputs(const char* op, const Tensor& a, const Tensor& b) {
-  checks::check_inputs(op, View{a}, View{b});
-}
-
-void check_out(const char* op, const Tensor& a, const Tensor& b, const Tensor& out) {
-  checks::check_out(op, View{a}, View{b}, View{out});
-}
-
-BinaryLayout merged_layout(const char* op, const Tensor& out, const Tensor& a, const Tensor& b) {
-  return checks::merged_layout(op, View{out}, View{a}, View{b});
-}
-
 namespace {
 
 // A new tensor of like's sizes, dtype and device with the given strides,
@@ -120,18 +108,55 @@ Tensor empty_strided_like(const char* op, const Tensor& like, const int64_t* str
 
 }  // namespace
 
-Tensor new_output(const char* op, const Tensor& a, const Tensor& b) {
+Prepared prepare(const char* op, const Tensor& a, const Tensor& b) {
+  checks::check_inputs(op, View{a}, View{b});
   // The strides torch.mul(a, b) would have; the fake kernel returns exactly these.
   int64_t strides[kMaxInputDims];
   elementwise_output_strides(static_cast<int>(a.dim()), a.sizes().data(), a.strides().data(),
                              b.strides().data(), strides);
-  return empty_strided_like(op, a, strides);
+  return {empty_strided_like(op, a, strides), checks::merged_layout(op, strides, View{a}, View{b})};
 }
+
+BinaryLayout prepare_out(const char* op, const Tensor& a, const Tensor& b, const Tensor& out) {
+  checks::check_out(op, View{a}, View{b}, View{out});
+  return checks::merged_layout(op, out.strides().data(), View{a}, View{b});
+}
+
+namespace {
+
+// The calls no backend takes (Note [Calls no backend takes], csrc/ops.cpp):
+// no tensor at all, or tensors on a device without kernels here.
+[[noreturn]] void no_kernel(const char* op, const Tensor& a) {
+  throw std::runtime_error(format("no_kernel", {{"op", op}, {"device", device_name(a)}}));
+}
+
+Tensor mymuladd_elsewhere(const Tensor& a, const Tensor& b, double) {
+  checks::check_inputs("mymuladd", View{a}, View{b});
+  no_kernel("mymuladd", a);
+}
+
+Tensor mymul_elsewhere(const Tensor& a, const Tensor& b) {
+  checks::check_inputs("mymul", View{a}, View{b});
+  no_kernel("mymul", a);
+}
+
+void myadd_out_elsewhere(const Tensor& a, const Tensor& b, const Tensor& out) {
+  checks::check_out("myadd_out", View{a}, View{b}, View{out});
+  no_kernel("myadd_out", a);
+}
+
+}  // namespace
 
 STABLE_TORCH_LIBRARY(extension_cpp_stable, m) {
   m.def("mymuladd(Tensor a, Tensor b, float c) -> Tensor");
   m.def("mymul(Tensor a, Tensor b) -> Tensor");
   m.def("myadd_out(Tensor a, Tensor b, Tensor(a!) out) -> ()");
+}
+
+STABLE_TORCH_LIBRARY_IMPL(extension_cpp_stable, CompositeExplicitAutograd, m) {
+  m.impl("mymuladd", TORCH_BOX(&mymuladd_elsewhere));
+  m.impl("mymul", TORCH_BOX(&mymul_elsewhere));
+  m.impl("myadd_out", TORCH_BOX(&myadd_out_elsewhere));
 }
 
 }  // namespace extension_cpp::stable

@@ -1,6 +1,6 @@
-// The CUDA kernels of the stable-ABI build: csrc/cuda/ops_cuda.cu's three
-// kernels on torch::stable::Tensor, launching the same kernels
-// (csrc/loops.cuh) on PyTorch's current stream.
+// The CUDA kernels of the stable-ABI build: ops.h's three kernels over the
+// classic build's CUDA kernels (csrc/loops.cuh), launched on PyTorch's current
+// stream of the inputs' device.
 //
 // What the classic binding takes from c10 comes from the stable ABI here: the
 // device guard from torch::stable::accelerator, the current stream from the
@@ -11,7 +11,7 @@
 
 #include <stdexcept>
 
-#include "../loops.cuh"
+#include "loops.cuh"
 #include "ops.h"
 
 namespace extension_cpp::stable {
@@ -31,49 +31,32 @@ cudaStream_t current_stream(int32_t device) {
   return static_cast<cudaStream_t>(stream);
 }
 
-// out = Op<T>{args...}(a, b) elementwise on a's device, T the math type.
-template <template <typename> class Op, typename... Args>
-void elementwise(const char* op, const Tensor& out, const Tensor& a, const Tensor& b,
-                 Args... args) {
-  const int32_t device = a.get_device_index();
-  const torch::stable::accelerator::DeviceGuard device_guard(device);
-  const BinaryLayout layout = merged_layout(op, out, a, b);
-  const cudaStream_t stream = current_stream(device);
-  THO_DISPATCH_V2(a.scalar_type(), "extension_cpp_stable", AT_WRAP([&] {
-                    using T = opmath_t<scalar_t>;
-                    elementwise_cuda(static_cast<scalar_t*>(out.mutable_data_ptr()),
-                                     static_cast<const scalar_t*>(a.const_data_ptr()),
-                                     static_cast<const scalar_t*>(b.const_data_ptr()), layout,
-                                     Op<T>{static_cast<T>(args)...}, stream);
-                  }),
-                  AT_EXPAND(AT_FLOATING_TYPES), ScalarType::Half, ScalarType::BFloat16);
-}
+struct CudaLoop {
+  template <template <typename> class Op, typename... Args>
+  static void run(const Tensor& out, const Tensor& a, const Tensor& b, const BinaryLayout& layout,
+                  Args... args) {
+    const int32_t device = a.get_device_index();
+    const torch::stable::accelerator::DeviceGuard device_guard(device);
+    const cudaStream_t stream = current_stream(device);
+    THO_DISPATCH_V2(a.scalar_type(), "extension_cpp_stable", AT_WRAP([&] {
+                      using T = opmath_t<scalar_t>;
+                      elementwise_cuda(static_cast<scalar_t*>(out.mutable_data_ptr()),
+                                       static_cast<const scalar_t*>(a.const_data_ptr()),
+                                       static_cast<const scalar_t*>(b.const_data_ptr()), layout,
+                                       Op<T>{static_cast<T>(args)...}, stream);
+                    }),
+                    AT_EXPAND(AT_FLOATING_TYPES), ScalarType::Half, ScalarType::BFloat16);
+  }
+};
 
-Tensor mymuladd_cuda(const Tensor& a, const Tensor& b, double c) {
-  check_inputs("mymuladd", a, b);
-  Tensor out = new_output("mymuladd", a, b);
-  elementwise<MulAddOp>("mymuladd", out, a, b, c);
-  return out;
-}
-
-Tensor mymul_cuda(const Tensor& a, const Tensor& b) {
-  check_inputs("mymul", a, b);
-  Tensor out = new_output("mymul", a, b);
-  elementwise<MulOp>("mymul", out, a, b);
-  return out;
-}
-
-void myadd_out_cuda(const Tensor& a, const Tensor& b, const Tensor& out) {
-  check_out("myadd_out", a, b, out);
-  elementwise<AddOp>("myadd_out", out, a, b);
-}
+using Cuda = Kernels<CudaLoop>;
 
 }  // namespace
 
 STABLE_TORCH_LIBRARY_IMPL(extension_cpp_stable, CUDA, m) {
-  m.impl("mymuladd", TORCH_BOX(&mymuladd_cuda));
-  m.impl("mymul", TORCH_BOX(&mymul_cuda));
-  m.impl("myadd_out", TORCH_BOX(&myadd_out_cuda));
+  m.impl("mymuladd", TORCH_BOX(&Cuda::mymuladd));
+  m.impl("mymul", TORCH_BOX(&Cuda::mymul));
+  m.impl("myadd_out", TORCH_BOX(&Cuda::myadd_out));
 }
 
 }  // namespace extension_cpp::stable

@@ -3,17 +3,17 @@
 Importing this package loads ``extension_cpp_stable._C``, which registers
 ``torch.ops.extension_cpp_stable.{mymuladd, mymul, myadd_out}``: the same
 schemas and kernels as the classic ``extension_cpp`` package, bound with
-``STABLE_TORCH_LIBRARY`` (csrc/stable/). One build loads on every torch from
+``STABLE_TORCH_LIBRARY`` (stable/csrc/). One build loads on every torch from
 2.10 on, so unlike the classic package there is no version to compare at
 import.
 
-The Python side is the classic package's: stable/setup.py copies
-``ops.py``, ``_checks.py``, ``_autocast.py``, ``_sharding.py`` and
-``_dtensor_hook.py`` from ``extension_cpp/`` into this package when it builds
+Its public functions (ops.py) and derivatives (_autograd.py: the Autograd
+kernels, in Python, as the stable ABI has no C++ autograd API) are its own.
+What the classic package's Python holds for any namespace, stable/setup.py
+copies in when it builds: ``_library.py`` (fake kernels, batching rules),
+``_checks.py``, ``_autocast.py``, ``_sharding.py`` and ``_dtensor_hook.py``
 (they read their op namespace from the package name), so the two packages
-cannot drift apart. What the classic package does in C++ with the
-dispatcher's C++ API, which the stable ABI does not offer, is registered from
-Python here: the Autograd kernels (``_autograd.py``).
+cannot drift apart.
 """
 
 import importlib

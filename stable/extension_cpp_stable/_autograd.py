@@ -10,7 +10,7 @@ Python with the classic kernels' behaviour:
       kernel below autograd; a call with a tangent runs on the primals and
       gets ``_Product``'s tangent; a call that records a backward applies
       ``_Product``. Under a torch.func transform the public functions apply
-      ``_Product`` themselves (ops._python_derivatives): torch.func can
+      ``_Product`` themselves (``product``, from ops.py): torch.func can
       differentiate an autograd.Function applied from Python, not one applied
       inside a dispatcher kernel.
   myadd_out: like PyTorch's out= ops, not differentiable: an argument that
@@ -29,7 +29,7 @@ import torch
 import torch.autograd.forward_ad as fwAD
 from torch import Tensor
 
-from . import _checks, ops
+from . import _checks, _library
 
 # d(a * b + c) = da * b + a * db, for mymuladd and mymul alike.
 
@@ -39,7 +39,8 @@ class _Product(torch.autograd.Function):
     place for their derivatives.
 
     Backward ``grad * b``, ``grad * a`` and tangent ``ta * b + a * tb``, all
-    through :func:`ops.mymul`, so every order of derivative runs our kernels.
+    through ``product`` (``_Product`` again), so every order of derivative runs
+    our kernels.
     Under vmap the forward is vmapped through the ops' batching rules, and so
     are backward and jvp.
     """
@@ -48,7 +49,7 @@ class _Product(torch.autograd.Function):
 
     @staticmethod
     def forward(a: Tensor, b: Tensor, c: Optional[float]) -> Tensor:
-        return ops._mymul(a, b) if c is None else ops._mymuladd(a, b, c)
+        return _library.mymul(a, b) if c is None else _library.mymuladd(a, b, c)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -62,14 +63,19 @@ class _Product(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         b, a = ctx.saved_tensors
-        grad_a = ops.mymul(grad, b) if ctx.needs_input_grad[0] else None
-        grad_b = ops.mymul(grad, a) if ctx.needs_input_grad[1] else None
+        grad_a = product(grad, b) if ctx.needs_input_grad[0] else None
+        grad_b = product(grad, a) if ctx.needs_input_grad[1] else None
         return grad_a, grad_b, None
 
     @staticmethod
     def jvp(ctx, ta, tb, _):
         a, b = ctx.saved_tensors
-        return _tangent(a, b, ta, tb, ops.mymul)
+        return _tangent(a, b, ta, tb, product)
+
+
+def product(a: Tensor, b: Tensor, c: Optional[float] = None) -> Tensor:
+    """mymul(a, b), or mymuladd(a, b, c), with its derivatives attached."""
+    return _Product.apply(a, b, c)
 
 
 def _tangent(a: Tensor, b: Tensor, ta: Optional[Tensor], tb: Optional[Tensor], mul) -> Tensor:
@@ -93,7 +99,7 @@ def _differentiable(op: str, a: Tensor, b: Tensor, c: Optional[float] = None) ->
     the way out (the public function)."""
     if any(_is_grad_tracking(t) and t.requires_grad for t in (a, b)):
         raise RuntimeError(
-            _checks.message("raw_op_under_func_grad", namespace=ops._NAMESPACE, op=op)
+            _checks.message("raw_op_under_func_grad", namespace=_library.NAMESPACE, op=op)
         )
     return _Product.apply(a, b, c)
 
@@ -129,22 +135,22 @@ def _with_tangent(a, b, primal):
     goes through autograd again, so a gradient is still recorded where one is
     needed."""
     (a, ta), (b, tb) = fwAD.unpack_dual(a), fwAD.unpack_dual(b)
-    return fwAD.make_dual(primal(a, b), _tangent(a, b, ta, tb, ops._mymul))
+    return fwAD.make_dual(primal(a, b), _tangent(a, b, ta, tb, _library.mymul))
 
 
 def _mymuladd(keyset, a, b, c):
     if _nothing_to_differentiate(a, b):
-        return ops._mymuladd.redispatch(keyset & _BELOW_AUTOGRAD, a, b, c)
+        return _library.mymuladd.redispatch(keyset & _BELOW_AUTOGRAD, a, b, c)
     if _has_tangent(a) or _has_tangent(b):
-        return _with_tangent(a, b, lambda x, y: ops._mymuladd(x, y, c))
+        return _with_tangent(a, b, lambda x, y: _library.mymuladd(x, y, c))
     return _differentiable("mymuladd", a, b, c)
 
 
 def _mymul(keyset, a, b):
     if _nothing_to_differentiate(a, b):
-        return ops._mymul.redispatch(keyset & _BELOW_AUTOGRAD, a, b)
+        return _library.mymul.redispatch(keyset & _BELOW_AUTOGRAD, a, b)
     if _has_tangent(a) or _has_tangent(b):
-        return _with_tangent(a, b, ops._mymul)
+        return _with_tangent(a, b, _library.mymul)
     return _differentiable("mymul", a, b)
 
 
@@ -160,15 +166,14 @@ def _myadd_out(keyset, a, b, out):
     dual = _first(_has_tangent, a=a, b=b, out=out)
     if dual is not None:
         raise RuntimeError(_checks.message("out_forward_ad", op="myadd_out", name=dual))
-    ops._myadd_out.redispatch(keyset & _BELOW_AUTOGRAD, a, b, out)
+    _library.myadd_out.redispatch(keyset & _BELOW_AUTOGRAD, a, b, out)
     if out is not None:
         _increment_version(out)  # out changed in place
 
 
-_lib = torch.library.Library(ops._NAMESPACE, "IMPL")
+_lib = torch.library.Library(_library.NAMESPACE, "IMPL")
 
 
 def register() -> None:
     for name, kernel in (("mymuladd", _mymuladd), ("mymul", _mymul), ("myadd_out", _myadd_out)):
         _lib.impl(name, kernel, "Autograd", with_keyset=True)
-    ops._python_derivatives = _Product.apply
