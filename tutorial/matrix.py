@@ -2,7 +2,7 @@
 
 Every cell is either PASS or a Fail holding a distinctive part of the error
 the check raises at that stage (matched as a substring) and a short reason
-for the printed table. walk.py prints the matrix, tests/conformance/
+for the printed table. walk.py prints the matrix, tests/tutorial/
 test_tutorial.py asserts it both ways: an expected pass must pass, an expected
 failure must fail with that message, and an unexpected pass is a failure.
 CUDA cells are declared like the others and reported as "skip (no GPU)"

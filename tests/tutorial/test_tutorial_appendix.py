@@ -155,7 +155,7 @@ def test_autograd_function_wrapper_lacks_what_opcheck_needs(autograd_variants):
             torch.autograd.gradcheck(op, _inputs())
 
 
-# Triton: the same ops through torch.library.triton_op (tests/conformance/test_triton.py
+# Triton: the same ops through torch.library.triton_op (tests/tutorial/test_triton.py
 # runs the harness on them, on a GPU).
 
 

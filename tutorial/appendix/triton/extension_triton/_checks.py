@@ -10,7 +10,7 @@ reference package writes each message once). This package does not import
 extension_cpp for them: extension_cpp is compiled against one torch release
 and refuses any other, and a Triton op needs no compiler and runs on any
 torch with Triton; depending on the C++ build would take that away.
-tests/conformance/test_triton.py checks that every message below is, word
+tests/tutorial/test_tutorial_appendix.py checks that every message below is, word
 for word, the C++ one. ``cuda`` is this package's own: the C++ ops also run
 on the CPU.
 """
