@@ -207,7 +207,7 @@ test-docs: docs docs-deps
 # the READMEs' commands work as written, the side paths build) run here,
 # after the walk has built every checkpoint into the shared cache.
 tutorial: build
-	$(PY) -m tutorial.walk
+	$(PY) -m tools.tutorial.walk
 	$(PY) -m pytest tests/tutorial -p no:cacheprovider
 
 # The wheels and the compatibility matrix are nox sessions (noxfile.py).
@@ -231,7 +231,7 @@ matrix: wheel
 	rm -rf build/results/matrix
 	$(NOX) -s wheel-oldest wheel-stable
 	$(NOX) -t oldest newest stable harness; status=$$?; \
-	$(PY) docs/render_results.py --matrix build/results/matrix --out build/results/compatibility.md; \
+	$(PY) -m tools.docs.render_results --matrix build/results/matrix --out build/results/compatibility.md; \
 	exit $$status
 
 # Benchmarks (python -m benchmarks): the machine's results page, <kind>.md, in

@@ -12,7 +12,7 @@ checked against the build's record) into a fresh venv next to one torch
 release from PyPI, and runs the track's tests from the source tree against
 the installed copy, in a shuffled order (pytest-randomly; the seed is in the
 results). Each cell writes a JUnit XML to build/results/matrix/, and
-docs/render_results.py renders build/results/compatibility.{md,json} from
+tools/docs/render_results.py renders build/results/compatibility.{md,json} from
 them. uv keeps one download cache for every cell.
 """
 

@@ -32,7 +32,7 @@ import shlex
 import subprocess
 import sys
 
-from docs.render_results import stamp
+from tools.docs.render_results import stamp
 
 from .ops import cpu_name
 from .page import PARTS, assemble

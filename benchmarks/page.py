@@ -11,7 +11,7 @@ import json
 import os
 import re
 
-from docs.render_results import stamp_line
+from tools.docs.render_results import stamp_line
 
 from .ops import OPS
 

@@ -48,7 +48,7 @@ import torch
 import triton
 
 import extension_cpp
-from docs.render_results import stamp, stamp_line
+from tools.docs.render_results import stamp, stamp_line
 
 from . import ops as perf_cases
 from .layouts import layouts, stored_elements

@@ -2,7 +2,7 @@
 
 Built by `make docs` with warnings as errors (-W --keep-going) and nitpicky
 cross-references (-n). The tutorial pages are generated at build time by
-_ext/generate.py from tutorial/, and the results pages from the stamped
+tools/docs/generate.py from tutorial/, and the results pages from the stamped
 Markdown in docs/results/ (docs/results/README.md), never pasted. The build
 prints the site's word count.
 """
@@ -12,7 +12,7 @@ import sys
 from datetime import date
 
 DOCS = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.join(DOCS, "_ext"), DOCS]  # generate.py, render_results.py
+sys.path.insert(0, os.path.dirname(DOCS))  # the repository: tools.docs.generate
 
 project = "extension_cpp"
 author = "the extension_cpp authors"
@@ -23,7 +23,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
     "sphinx.ext.doctest",
-    "generate",  # _ext/generate.py: tutorial pages, op schemas, results tables
+    "tools.docs.generate",  # tutorial pages, op schemas, results tables
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}

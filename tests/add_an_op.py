@@ -103,7 +103,7 @@ def mysquare(a: Tensor) -> Tensor:
 # [end python]
 
 # [library] <package>/_library.py, at the end:
-LIBRARY = '''
+LIBRARY = """
 
 mysquare = _ops.mysquare.default
 
@@ -117,7 +117,7 @@ def _mysquare_fake(a: Tensor) -> Tensor:
 @torch.library.register_vmap(f"{NAMESPACE}::mysquare")
 def _mysquare_vmap(info, in_dims, a: Tensor):
     return mysquare(a), in_dims[0]  # elementwise: the batch dimension stays put
-'''
+"""
 # [end library]
 
 # (file, anchor, text, before): text goes on the line after the first line

@@ -8,7 +8,7 @@
   worker collects the same shuffled order from the controller's seed.
 - The run's facts (commit, command, torch, CPU, GPU, seed) are pytest-metadata
   entries, written into the JUnit XML as testsuite properties, which
-  docs/render_results.py shows.
+  tools/docs/render_results.py shows.
 - A test that starts another Python (pytest, a script) does it through
   tests/child_process.py, which makes the child test the same package.
 - ``EXTENSION_CPP_BUILD=classic|stable`` picks the build tests/conformance
@@ -112,7 +112,7 @@ def _commit() -> str:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_metadata(metadata, config):
-    """The run's facts, for the header (-v) and the JUnit XML (docs/render_results.py)."""
+    """The run's facts, for the header (-v) and the JUnit XML (tools/docs/render_results.py)."""
     gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
     build = os.environ.get("EXTENSION_CPP_BUILD")
     metadata.update(

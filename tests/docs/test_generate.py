@@ -1,8 +1,8 @@
 """Unit tests of the docs' generators: tutorial pages, README links, results tables.
 
 These run without building the site: each one builds a small tutorial tree or
-junit XML in tmp_path and checks what docs/_ext/generate.py and
-docs/render_results.py make of it.
+junit XML in tmp_path and checks what tools/docs/generate.py and
+tools/docs/render_results.py make of it.
 """
 
 import os
@@ -10,8 +10,7 @@ import textwrap
 
 import pytest
 
-from docs import render_results
-from docs._ext import generate
+from tools.docs import generate, render_results
 
 
 def _write(path, text: str) -> None:

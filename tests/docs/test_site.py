@@ -27,7 +27,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from docs._ext import generate  # the word count the build prints
+from tools.docs import generate  # the word count the build prints
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOCS = os.path.join(REPO, "docs")

@@ -1,6 +1,7 @@
-"""Each tutorial checkpoint builds and passes and fails exactly what tutorial/matrix.py declares.
+"""Each tutorial checkpoint builds, and passes and fails exactly what
+tools/tutorial/matrix.py declares.
 
-Each checkpoint is built once per set of C++ sources (tutorial/buildcache.py:
+Each checkpoint is built once per set of C++ sources (tools/tutorial/buildcache.py:
 steps 2-5 share one build) and checked in its own interpreter, since they all
 define the extension_cpp namespace. A declared failure must fail with its
 declared message; a pass where a failure is declared fails the test. CUDA
@@ -9,32 +10,19 @@ teaches, and each README shows the real diff and the real errors.
 """
 
 import functools
-import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import pytest
 from conformance.cases import classic_only
+
+from tools.tutorial import buildcache, matrix, readme_diff
 
 pytestmark = classic_only(
     "the tutorial does not depend on the build under test; the classic run covers it"
 )
 
 TUTORIAL = Path(__file__).resolve().parents[2] / "tutorial"
-
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(f"tutorial_{name}", TUTORIAL / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-matrix = _load("matrix")
-buildcache = _load("buildcache")
-readme_diff = _load("readme_diff")
 
 ROWS = [*matrix.STAGES, matrix.REFERENCE]
 
@@ -102,7 +90,7 @@ def test_step_changes_only_its_files(stage):
 def test_readme_diff_is_the_real_diff(stage):
     readme = (TUTORIAL / stage / "README.md").read_text()
     assert readme_diff.current(readme) == readme_diff.block(stage), (
-        "run python tutorial/readme_diff.py"
+        "run python -m tools.tutorial.readme_diff"
     )
 
 

@@ -75,7 +75,7 @@ printf '%s\n' "==> summary" "${summary[@]}" | tee "$OUT/summary.txt"
 # The stamped page for the docs (docs/results/README.md says how it gets there).
 command="tools/ci/compute_sanitizer.sh${*:+ $*}"
 {
-  PYTHONPATH=docs "$PY" -c 'import sys, torch, render_results as r
+  PYTHONPATH="$REPO" "$PY" -c 'import sys, torch; from tools.docs import render_results as r
 print(f"{r.stamp_line(r.stamp(sys.argv[1]))}; {torch.cuda.get_device_name()}, torch {torch.__version__}, {sys.argv[2]}.")' \
     "$command" "$("$SANITIZER" --version | grep -oE 'Version [0-9.]+' | head -n 1 | sed 's/Version /compute-sanitizer /')"
   printf '%s\n' "" "| tool | pytest | errors reported |" "| --- | --- | --- |" "${rows[@]}"

@@ -165,7 +165,7 @@ if wants sanitizer; then
 fi
 # The tutorial walk: every checkpoint built and checked, CUDA cells included.
 if wants tutorial; then
-  part tutorial 360 "$PY" -m tutorial.walk
+  part tutorial 360 "$PY" -m tools.tutorial.walk
   cp build/results/tutorial_matrix_gpu.md "$OUT/pages/" 2>/dev/null
 fi
 # C++/CUDA against the Triton side path (docs/cpp_or_triton.md), last and
@@ -175,7 +175,7 @@ wants bench && part bench 360 "$PY" -m benchmarks.triton --out "$OUT/pages/cpp_o
 
 # The pages, from the junit XML of each part that ran.
 render() {
-  [[ -f $OUT/$1.xml ]] && "$PY" docs/render_results.py "$OUT/$1.xml" --out "$OUT/pages/$2" >/dev/null
+  [[ -f $OUT/$1.xml ]] && "$PY" -m tools.docs.render_results "$OUT/$1.xml" --out "$OUT/pages/$2" >/dev/null
 }
 render cuda conformance-gpu.md
 render triton conformance-triton-gpu.md

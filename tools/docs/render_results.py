@@ -8,7 +8,8 @@ someone copies it into docs/results/ on purpose (docs/results/README.md says
 how, page by page), and every page says where it came from: the command, the
 commit it ran at and when.
 
-    python docs/render_results.py build/results/conformance.xml [--out docs/results/conformance.md]
+    python -m tools.docs.render_results build/results/conformance.xml \
+        [--out docs/results/conformance.md]
 
 renders a junit XML of the test suite (the conformance page's tables).
 walk.py and benchmarks/ import stamp() and render their own pages; --matrix
@@ -29,8 +30,8 @@ import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
 from datetime import datetime, timezone
 
-DOCS = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(DOCS)
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DOCS = os.path.join(REPO, "docs")
 
 
 def commit() -> str:
@@ -170,7 +171,7 @@ def render_conformance(xml_path: str) -> str:
 
 
 # --------------------------------------------------------------------------
-# The tutorial's stage x check matrix (tutorial/walk.py's report)
+# The tutorial's stage x check matrix (tools/tutorial/walk.py's report)
 
 SYMBOLS = {"pass": "✓", "fail": "✗", "skip": "–"}
 
@@ -181,9 +182,9 @@ def render_tutorial_matrix(
     label_prefix: str = "",
     describe_columns: bool = True,
 ) -> str:
-    """The stage x check table of tutorial/walk.py's report: marks, errors in footnotes.
+    """The stage x check table of tools/tutorial/walk.py's report: marks, errors in footnotes.
 
-    checks: (key, column title, what it runs), tutorial/matrix.py's CHECKS. A
+    checks: (key, column title, what it runs), tools/tutorial/matrix.py's CHECKS. A
     cell is ✓, ✗ or – (skipped); each ✗ carries a footnote with the reason and
     the first line of the error the reader sees, one footnote per reason.
     label_prefix starts every footnote label, so two tables can share a page;
@@ -221,7 +222,7 @@ def render_tutorial_matrix(
     machine = report.get("machine", "")
     lines += [
         "",
-        f"✓ passes, ✗ fails as `tutorial/matrix.py` declares, – skipped. torch "
+        f"✓ passes, ✗ fails as `tools/tutorial/matrix.py` declares, – skipped. torch "
         f"{report['torch']}, {'with' if report['cuda'] else 'without'} a GPU"
         + (f" ({machine})" if machine else "")
         + (f"; {stamp_line(report['stamp'])}" if "stamp" in report else "")

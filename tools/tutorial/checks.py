@@ -1,8 +1,8 @@
 """Runs every check of the tutorial matrix against one extension_cpp and prints a JSON report.
 
-    PYTHONPATH=tutorial/03_fake python tutorial/checks.py \
+    PYTHONPATH=tutorial/03_fake python tools/tutorial/checks.py \
         --expect-package tutorial/03_fake/extension_cpp
-    python tutorial/checks.py --reference      # the installed extension_cpp
+    python tools/tutorial/checks.py --reference      # the installed extension_cpp
 
 Run it in a fresh interpreter per checkpoint: they all define the
 extension_cpp namespace, which a process can load once. Each check reports
@@ -197,7 +197,7 @@ _CUDA_LIBRARY_MISSING = re.compile(
 
 def _other_torch() -> None:
     """The package, built against this torch, imported and run by another
-    torch release (tutorial/buildcache.py prepares that Python); and its
+    torch release (tools/tutorial/buildcache.py prepares that Python); and its
     library needs no libtorch C++ symbol. A classic build can load on a
     neighbouring release by luck (steps 2 to 5 do on torch 2.13), but each such
     symbol may be gone from the next one; a stable-ABI build has none."""
@@ -284,7 +284,8 @@ def main() -> None:
 
     found = os.path.realpath(os.path.dirname(extension_cpp.__file__))
     if args.reference:
-        tutorial = os.path.dirname(os.path.realpath(__file__))
+        tutorial = os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..", "tutorial")
+        tutorial = os.path.realpath(tutorial)
         if found.startswith(tutorial + os.sep):
             sys.exit(f"imported a tutorial checkpoint ({found}), expected the installed package")
     elif found != os.path.realpath(args.expect_package):

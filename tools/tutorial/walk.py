@@ -1,9 +1,9 @@
 """Walks the tutorial: builds each checkpoint in order, runs its checks, prints the matrix.
 
-    python -m tutorial.walk          # what `make tutorial` runs (from the repository root)
+    python -m tools.tutorial.walk          # what `make tutorial` runs (from the repository root)
 
 One row per checkpoint, then the installed reference package's row. Every
-cell is compared with what tutorial/matrix.py declares: a check that passes
+cell is compared with what tools/tutorial/matrix.py declares: a check that passes
 where a failure is declared, or fails with another error, is reported and
 makes the walk exit 1. CUDA cells are "skip (no GPU)" on a machine without
 one. The matrix is also written to build/results/tutorial_matrix.{json,md}
@@ -19,9 +19,9 @@ import os
 import sys
 import time
 
-from docs import render_results
-from tutorial import buildcache, matrix
-from tutorial.matrix import PASS, Fail
+from tools.docs import render_results
+from tools.tutorial import buildcache, matrix
+from tools.tutorial.matrix import PASS, Fail
 
 RESULTS = buildcache.REPO / "build" / "results"
 SYMBOL = {"pass": "✓", "fail": "✗", "skip": "-"}
@@ -144,9 +144,9 @@ def main() -> int:
     print(f"\nwrote {RESULTS / name}.json and .md")
     print(f"{time.perf_counter() - start:.0f}s in all; ", end="")
     if failures:
-        print(f"{failures} cell(s) not as declared in tutorial/matrix.py")
+        print(f"{failures} cell(s) not as declared in tools/tutorial/matrix.py")
         return 1
-    print("every cell as declared in tutorial/matrix.py")
+    print("every cell as declared in tools/tutorial/matrix.py")
     return 0
 
 

@@ -33,14 +33,14 @@ import sysconfig
 import time
 from pathlib import Path
 
-TUTORIAL = Path(__file__).resolve().parent
-REPO = TUTORIAL.parent
+REPO = Path(__file__).resolve().parents[2]
+TUTORIAL = REPO / "tutorial"
 CACHE = TUTORIAL / ".build-cache"
 # The build command the READMEs give (see the module docstring for each flag).
 PIP_BUILD = [sys.executable, "-m"] + (
     "pip install --no-build-isolation --use-pep517 --upgrade --target build/pip -e ."
 ).split()
-CHECKS = TUTORIAL / "checks.py"
+CHECKS = Path(__file__).resolve().parent / "checks.py"
 
 
 def build_env() -> dict[str, str]:

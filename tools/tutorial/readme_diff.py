@@ -1,7 +1,7 @@
 """Keeps the "What changed" diff in each checkpoint's README equal to the real diff.
 
-    python tutorial/readme_diff.py           # rewrite the diff blocks
-    python tutorial/readme_diff.py --check   # exit 1 if one is out of date (the tests do this)
+    python -m tools.tutorial.readme_diff           # rewrite the diff blocks
+    python -m tools.tutorial.readme_diff --check   # exit 1 if one is out of date (tests do)
 
 The block sits between <!-- diff:begin --> and <!-- diff:end --> in
 tutorial/NN_*/README.md: the unified diff of every file the step changes,
@@ -20,7 +20,7 @@ import re
 import sys
 from pathlib import Path
 
-TUTORIAL = Path(__file__).resolve().parent
+TUTORIAL = Path(__file__).resolve().parents[2] / "tutorial"
 END = "<!-- diff:end -->"
 BEGIN = re.compile(r"<!-- diff:begin(?: show=([^>]*?))? -->")
 STAGES = ["01_define", "02_impl", "03_fake", "04_autograd", "05_mymul_backward", "06_stable_abi"]
@@ -122,7 +122,7 @@ def main() -> int:
             if not args.check:
                 path.write_text(text.replace(current(text), want))
     if args.check and stale:
-        print("out of date:", ", ".join(stale), "(run python tutorial/readme_diff.py)")
+        print("out of date:", ", ".join(stale), "(run python -m tools.tutorial.readme_diff)")
         return 1
     return 0
 

@@ -51,7 +51,7 @@ CHECKS = [
 CHECK_KEYS = [key for key, _, _ in CHECKS]
 CUDA_CHECKS = {"eager_cuda"}
 # Checks that need something the machine may lack, and skip, saying what:
-# a GPU, or a second torch release (tutorial/buildcache.py, other_torch_python).
+# a GPU, or a second torch release (tools/tutorial/buildcache.py, other_torch_python).
 MAY_SKIP = CUDA_CHECKS | {"other_torch"}
 
 _NO_CPU = Fail(
