@@ -6,6 +6,7 @@ left behind saying the old thing. These read the sources, not the built
 site, and need no build.
 """
 
+import functools
 import importlib.metadata
 import importlib.util
 import re
@@ -355,58 +356,37 @@ def test_stable_page_gives_pytorchs_advice_and_where_ours_differs():
 # Which make target runs which tests: read from the Makefile, not restated
 
 
-def _makefile() -> tuple[dict[str, str], dict[str, str], dict[str, list[str]]]:
-    """The Makefile's variables, its define blocks and each target's recipe
-    lines (continuations joined), unexpanded."""
-    text = re.sub(r"\\\n\s*", " ", _read(REPO / "Makefile"))
-    defines = dict(re.findall(r"^define (\w+)\n(.*?)^endef", text, re.M | re.S))
-    text = re.sub(r"^define \w+\n.*?^endef", "", text, flags=re.M | re.S)
-    variables, recipes, target = {"CURDIR": "."}, {}, None
-    for line in text.splitlines():
-        if line.startswith("\t"):
-            if target:
-                recipes[target].append(line.strip())
-            continue
-        target = None
-        if m := re.match(r"^([A-Z_]+)\s*(?::=|\?=|=)\s*(.*)$", line):
-            variables.setdefault(m[1], m[2])
-        elif m := re.match(r"^([a-z][\w-]*)\s*:(?!=)", line):
-            target = m[1]
-            recipes[target] = []
-    return variables, defines, recipes
-
-
-def _expand(text: str, variables: dict, defines: dict) -> str:
-    """Enough of make's expansion for the recipes that run pytest."""
-    for _ in range(10):
-        text = re.sub(
-            r"\$\(addprefix ([^,()]*),([^()]*)\)",
-            lambda m: " ".join(m[1] + w for w in m[2].split()),
-            text,
-        )
-        text = re.sub(
-            r"\$\(call (\w+),(.*)\)$",
-            lambda m: defines[m[1]].replace("$(1)", m[2]),
-            text,
-            flags=re.M,
-        )
-        text = re.sub(r"\$\((\w+)\)", lambda m: defines.get(m[1], variables.get(m[1], "")), text)
-    return text
+@functools.cache
+def _dry_run(target: str) -> str:
+    """What `make target` would run, as make itself expands it: make -n
+    prints each command (the prerequisites' too) and runs none."""
+    run = subprocess.run(
+        ["make", "-n", "--no-print-directory", target],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return run.stdout.replace("\\\n", " ")
 
 
 def _pytest_runs(target: str) -> list[dict]:
-    """Each pytest the target's recipe runs: its paths, ignores and environment."""
-    variables, defines, recipes = _makefile()
+    """Each pytest the target runs: its paths, ignores and environment."""
     runs = []
-    for line in _expand("\n".join(recipes[target]), variables, defines).splitlines():
+    for line in _dry_run(target).splitlines():
         if "-m pytest" not in line:
             continue
-        env, _, args = line.partition("-m pytest")
+        env, _, args = line.rpartition("-m pytest")
         words = args.replace("'", "").split()
-        paths = [w.lstrip("./") for w in words if w.startswith(("tests", "./tests", "harness"))]
-        ignores = [w.split("=", 1)[1].lstrip("./") for w in words if w.startswith("--ignore")]
+        paths = [_relative(w) for w in words if _relative(w).startswith(("tests", "harness"))]
+        ignores = [_relative(w.split("=", 1)[1]) for w in words if w.startswith("--ignore=")]
         runs.append({"paths": paths, "ignores": ignores, "env": env})
     return runs
+
+
+def _relative(path: str) -> str:
+    """A path make printed (relative, or under $(CURDIR)) as the repository's."""
+    return path.removeprefix(f"{REPO}/").removeprefix("./")
 
 
 def _build(run: dict) -> str:
@@ -449,9 +429,8 @@ def test_the_makefile_reader_sees_what_make_runs():
 
 
 def test_appendix_pages_name_the_target_that_runs_their_tests(tmp_path, monkeypatch):
-    spec = importlib.util.spec_from_file_location("docs_generate", DOCS / "_ext" / "generate.py")
-    generate = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(generate)
+    from tools.docs import generate
+
     monkeypatch.setattr(generate, "GENERATED", str(tmp_path))
     name = generate._appendix_page(str(TUTORIAL / "appendix" / "jit"), str(tmp_path), str(TUTORIAL))
     text = (tmp_path / f"{name}.md").read_text()
@@ -654,8 +633,7 @@ def test_pages_count_the_torchvision_findings_there_are():
 def test_torchvision_versions_are_the_makefiles_or_name_their_torch():
     """The torchvision page installed 0.26.0 while the Makefile uses 0.29.1: a
     version other than the Makefile's must say which torch it is for."""
-    variables, _, _ = _makefile()
-    pinned = variables["TORCHVISION"]
+    pinned = re.search(r"^TORCHVISION \?= (\S+)$", _read(REPO / "Makefile"), re.M)[1]
     for page in _user_pages():
         for line in _read(page).splitlines():
             for version in re.findall(r"torchvision==([\d.]+)", line):
