@@ -90,8 +90,9 @@ UNCLAIMED_MODE_FIX = (
     "an autodiff mode the op does not claim must raise, never return a missing or zero "
     "derivative: give the op the formula (a jvp for forward modes, an autograd.Function "
     "with setup_context for torch.func) and claim the mode in OpSpec(autodiff=), or make it "
-    "raise. torch.library.register_autograd drops forward-mode tangents without an error; "
-    "an autograd.Function without jvp, registered as the op's Autograd kernel, raises"
+    "raise. torch.library.register_autograd drops forward-mode tangents without an error: "
+    "apply an autograd.Function with a jvp in the op's public function (docs: "
+    "check_your_op), or declare the mode in OpSpec(silent_modes=) as PyTorch's limitation"
 )
 
 
