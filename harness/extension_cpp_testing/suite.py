@@ -61,8 +61,7 @@ def run_case(spec: OpSpec, case: Case) -> None:
         fix = f"fix OpSpec({e.field}=...)" + (f": {e.fix}" if e.fix else "")
         raise ConformanceFailure(case.check, case.id, f"the OpSpec: {e}", fix) from None
     except Failed as e:
-        fix = e.fix or _fix_for(spec, case, e)
-        raise ConformanceFailure(case.check, case.id, str(e), fix) from None
+        raise ConformanceFailure(case.check, case.id, str(e), e.fix or check.fix) from None
     except Exception as e:  # noqa: BLE001  (reported as this check's failure)
         what = f"{type(e).__name__}: {first_lines(e)}"
         raise ConformanceFailure(case.check, case.id, what, _fix_for(spec, case, e)) from e

@@ -12,7 +12,7 @@ from ..case import Case
 from ..layouts import random_tensor
 from .base import Check, Failed, SpecError, case, message
 from .compilers import dynamo_config, returning
-from .fake import fake_call
+from .fake import NO_FAKE_KERNEL_FIX, fake_call, has_fake_kernel
 
 if TYPE_CHECKING:
     from ..spec import OpSpec
@@ -169,18 +169,26 @@ def check_bad_input(spec: OpSpec, case: Case) -> None:
     if not isinstance(eager, (RuntimeError, ValueError, TypeError)):
         raise Failed(f"{what}: the op raised {type(eager).__name__}, not a RuntimeError")
     said = message(eager)
+    # What the fake kernel and compiled code get wrong is the fake kernel's,
+    # or, where the op has none, its missing.
+    overload = spec.resolved_overload()
+    fake_fix = NO_FAKE_KERNEL_FIX if overload is not None and not has_fake_kernel(overload) else None
     fake = _error(lambda *a: fake_call(spec, a), bad_args(spec, case.variant, device)[0])
     if fake is None:
-        raise Failed(f"{what}: the fake kernel accepted it, where the real kernel raises {said!r}")
+        raise Failed(
+            f"{what}: the fake kernel accepted it, where the real kernel raises {said!r}",
+            fix=fake_fix,
+        )
     if spec.same_error_words and said not in str(fake):
         raise Failed(
-            f"{what}: the fake kernel's error {message(fake)!r} is not the real kernel's {said!r}"
+            f"{what}: the fake kernel's error {message(fake)!r} is not the real kernel's {said!r}",
+            fix=fake_fix,
         )
     compiled = _compiled_error(spec, bad_args(spec, case.variant, device)[0])
     words = said if spec.same_error_words else ""
     if compiled is None or words not in str(compiled):
         got = "no error" if compiled is None else repr(message(compiled))
-        raise Failed(f"{what}: compiled code raised {got}; eager raised {said!r}")
+        raise Failed(f"{what}: compiled code raised {got}; eager raised {said!r}", fix=fake_fix)
 
 
 def check_internal_assert(spec: OpSpec, case: Case) -> None:

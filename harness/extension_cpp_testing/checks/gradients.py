@@ -80,6 +80,11 @@ JACOBIAN_MISMATCH_FIX = (
 )
 
 
+RAISED_UNDER_GRADCHECK_FIX = (
+    "the op or its backward raised on the gradient checks' inputs ({dtype}, small layouts): "
+    "where the op has no kernel for this dtype, name one it has in OpSpec(grad_dtype=); "
+    "otherwise the error is the op's, on inputs it takes"
+)
 NOT_REENTRANT_FIX = (
     "the backward gives different results on two runs with the same inputs: make it "
     "deterministic, or declare OpSpec(nondeterministic=True) if it sums with atomic adds"
@@ -221,23 +226,26 @@ def _run_gradcheck(spec: OpSpec, case: Case, tool, **kw) -> None:
     """gradcheck or gradgradcheck on the op's floating-point outputs, with
     the tolerances of the case's dtype; each kind of error gets its fix."""
     f, _, xs = differentiable_call(spec, case)
-    f = _floating_function(spec, f, xs)
     with warnings.catch_warnings():
         # Its advice to check in float64: float32 is the OpSpec's choice
         # (grad_dtype), with tolerances to match (GRAD_TOLERANCES).
         warnings.filterwarnings("ignore", "Input #\\d+ requires gradient and is not a double")
         try:
+            f = _floating_function(spec, f, xs)
             tool(f, tuple(xs), nondet_tol=_nondet_tol(spec), **GRAD_TOLERANCES[case.dtype], **kw)
+        except (SpecError, Failed):
+            raise
         except GradcheckError as e:
             mismatch = "Jacobian mismatch" in str(e)
             fix = JACOBIAN_MISMATCH_FIX if mismatch and tool is gradgradcheck else None
             if "not reentrant" in str(e):
                 fix = NOT_REENTRANT_FIX
             raise Failed(f"GradcheckError: {first_lines(e)}", fix=fix) from None
-        except RuntimeError as e:
+        except Exception as e:  # noqa: BLE001  (each kind of error gets its fix)
+            what = f"{type(e).__name__}: {first_lines(e)}"
             if any(words in str(e) for words in NOT_DIFFERENTIATED):
-                raise Failed(f"RuntimeError: {message(e)}", fix=NO_DERIVATIVE_FIX) from None
-            raise
+                raise Failed(what, fix=NO_DERIVATIVE_FIX) from None
+            raise Failed(what, fix=RAISED_UNDER_GRADCHECK_FIX.format(dtype=case.dtype)) from None
 
 
 def _floating_outputs(fn):
