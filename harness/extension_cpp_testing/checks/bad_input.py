@@ -172,7 +172,8 @@ def check_bad_input(spec: OpSpec, case: Case) -> None:
     # What the fake kernel and compiled code get wrong is the fake kernel's,
     # or, where the op has none, its missing.
     overload = spec.resolved_overload()
-    fake_fix = NO_FAKE_KERNEL_FIX if overload is not None and not has_fake_kernel(overload) else None
+    no_fake = overload is not None and not has_fake_kernel(overload)
+    fake_fix = NO_FAKE_KERNEL_FIX if no_fake else None
     fake = _error(lambda *a: fake_call(spec, a), bad_args(spec, case.variant, device)[0])
     if fake is None:
         raise Failed(
