@@ -1,5 +1,7 @@
 """The harness catches real bugs: each zoo op fails the check meant for its
-bug, and the correct zoo ops (mul, add_out, muladd) pass every check.
+bug, and the correct zoo ops (mul, add_out, muladd, ...) pass every check,
+those whose contract needs a declaration of the OpSpec (harness_zoo/declared.py)
+included, each of which fails a check without it.
 
 BUGS is the table bug x check: the check meant to catch each bug, and every
 check that fails on it (some bugs show in more than one place; the set is
@@ -8,6 +10,7 @@ asserted exactly, so a check that stops failing, or starts to, is noticed).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -23,6 +26,7 @@ from extension_cpp_testing.conformance import (
     INPUT_MODIFIED_FIX,
     NO_BATCHING_RULE_FIX,
     NO_FAKE_KERNEL_FIX,
+    SILENT_MODE_FIX,
     STREAM_LEFT_CURRENT_FIX,
     UNCLAIMED_MODE_FIX,
 )
@@ -198,8 +202,24 @@ def test_harness_catches_the_bug(zoo, op_name):
     _assert_caught(run_all(zoo[op_name]), op_name, *BUGS[op_name])
 
 
+# The correct ops of declared.py, and register_autograd_mul with its silent
+# forward modes declared.
+DECLARED = [
+    "keep_strides_double",
+    "sign_and_abs",
+    "float32_mul",
+    "masked_mul",
+    "twice",
+    "laplacian",
+    "out_first_add",
+    "weighted_code_sum",
+    "check_finite",
+    "register_autograd_mul_silent",
+]
+
+
 @pytest.mark.parametrize(
-    "op_name", ["mul", "add_out", "muladd", "int_count_mul", "axpy_", "quantize"]
+    "op_name", ["mul", "add_out", "muladd", "int_count_mul", "axpy_", "quantize", *DECLARED]
 )
 def test_correct_ops_pass_every_check(zoo, op_name):
     spec = zoo[op_name]
@@ -273,6 +293,50 @@ def test_a_mutated_argument_is_compared_not_called_modified(zoo):
     assert all(f.what.startswith("result differs from the reference: y (mutated") for f in failures)
     # Every layout but 0-dim, whose one element is the last (and skipped) too.
     assert "off_by_one_axpy_-results-cpu-float32-0-dim" in {f.case for f in failures}
+
+
+# Each declaration of declared.py's ops (and register_autograd_mul_silent's)
+# set back to its default: (the change, the check that then fails, words of
+# its first failure).
+WITHOUT_DECLARATION = {
+    "float32_mul": (
+        dict(grad_dtype=None),
+        "gradcheck",
+        "expected a to have dtype torch.float32, got torch.float64",
+    ),
+    # The mask differentiated: its backward gives it no gradient.
+    "masked_mul": (dict(grad_args=None), "gradcheck", "with respect to input 2"),
+    "twice": (dict(accepted_dtypes=None), "bad_input", "the op accepted it without an error"),
+    # The fix names the range to declare.
+    "laplacian": (dict(dynamic_dims=None), "export", "range (rows = Dim('rows', min=3))"),
+    # b taken for out (out=True means the last argument), and out for an
+    # argument it mutates.
+    "out_first_add": (dict(out=True, mutates=None), "results", "result differs"),
+    "weighted_code_sum": (dict(grad_args=None), "gradcheck", "no argument to differentiate"),
+    "unmarked_scale_": (dict(mutates=None), "results", "the op modified its input x"),
+    "register_autograd_mul_silent": (dict(silent_modes=()), "autodiff", "so it must raise"),
+}
+
+
+@pytest.mark.parametrize("op_name", sorted(WITHOUT_DECLARATION))
+def test_each_declaration_is_needed(zoo, op_name):
+    """Without its declaration the op fails a check, so that none can stop
+    mattering unnoticed (with it, test_correct_ops_pass_every_check)."""
+    changes, check, words = WITHOUT_DECLARATION[op_name]
+    failures = run_all(dataclasses.replace(zoo[op_name], checks=(check,), **changes))
+    assert set(failures) == {check}, failures
+    assert words in str(failures[check][0])
+
+
+def test_a_declared_silent_mode_is_accepted_not_failed(zoo):
+    """register_autograd_mul's forward modes give None or zeros, which its
+    OpSpec declares (silent_modes=FORWARD_MODES): run_all returns those
+    cases apart, as accepted, with the fix that would make them right."""
+    results = run_all(zoo["register_autograd_mul_silent"], checks={"autodiff"})
+    assert results == {}
+    prefix = "register_autograd_mul_silent-autodiff-cpu-float64-"
+    assert {a.case for a in results.accepted} == {f"{prefix}{m}-silent" for m in FORWARD_MODES}
+    assert all(a.fix == SILENT_MODE_FIX for a in results.accepted)
 
 
 # A test module whose kernel aborts on empty input, next to a correct op.
