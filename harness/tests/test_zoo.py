@@ -29,6 +29,7 @@ from extension_cpp_testing.conformance import (
     SILENT_MODE_FIX,
     STREAM_LEFT_CURRENT_FIX,
     UNCLAIMED_MODE_FIX,
+    UNMARKED_WRITE_FIX,
 )
 
 HUGE = os.environ.get("EXTENSION_CPP_HUGE") == "1"
@@ -146,13 +147,45 @@ BUGS = {
         {"autodiff"},
     ),
     "jvp_off_mul": ("a forward-mode derivative off by a relative 1e-4", "autodiff", {"autodiff"}),
+    # The contracts that need a declaration (harness_zoo/declared.py): it
+    # must not hide a bug.
+    "wrong_sign_float32_mul": (
+        "a backward with a wrong sign, its derivatives in float32 (grad_dtype)",
+        "gradcheck",
+        {"gradcheck", "autodiff"},
+    ),
+    "last_row_out_first_add": (
+        "an out= op, out its first argument (out=('out',)), that leaves out's last row",
+        "results",
+        {"results"},
+    ),
+    "wrong_weight_grad_code_sum": (
+        "the weights' gradient twice too large (grad_args per layout)",
+        "gradcheck",
+        {"gradcheck", "autodiff"},
+    ),
+    "unmarked_scale_": (
+        "a write its schema does not mark (a!), declared in OpSpec(mutates=)",
+        "opcheck",
+        # As unmarked_add_out's: compiled code leaves x as it was.
+        {"opcheck", "compile", "dynamic"},
+    ),
+    "mul_declared_silent": (
+        "forward modes declared silent (silent_modes=) that raise: a stale declaration",
+        "autodiff",
+        {"autodiff"},
+    ),
 }
+# run_all's fix for a mode declared silent that raised (or gave the derivative).
+SILENT_MODE_GONE_FIX = "drop the mode from silent_modes (and claim it in autodiff= if it is right)"
 # The fix shown where the finding calls for a more specific one than the check's.
 SPECIFIC_FIXES = {
     "no_vmap_mul": NO_BATCHING_RULE_FIX,
     "mutating_mul": INPUT_MODIFIED_FIX,
     "stream_leaking_mul": STREAM_LEFT_CURRENT_FIX,
     "register_autograd_mul": UNCLAIMED_MODE_FIX,
+    "unmarked_scale_": UNMARKED_WRITE_FIX,
+    "mul_declared_silent": SILENT_MODE_GONE_FIX,
 }
 # Past 2^31 elements (EXTENSION_CPP_HUGE=1: a 4 GiB float16 output).
 HUGE_BUGS = {"int_count_mul": ("an int element count that overflows", "huge", {"huge"})}
@@ -337,6 +370,48 @@ def test_a_declared_silent_mode_is_accepted_not_failed(zoo):
     prefix = "register_autograd_mul_silent-autodiff-cpu-float64-"
     assert {a.case for a in results.accepted} == {f"{prefix}{m}-silent" for m in FORWARD_MODES}
     assert all(a.fix == SILENT_MODE_FIX for a in results.accepted)
+
+
+def test_a_silent_mode_that_raises_fails_its_declaration(zoo):
+    """mul's forward modes raise, as a mode it does not claim must: declared
+    silent, each of them fails, saying to drop the declaration."""
+    failures = run_all(zoo["mul_declared_silent"], checks={"autodiff"})
+    prefix = "mul_declared_silent-autodiff-cpu-float64-"
+    assert {f.case for f in failures["autodiff"]} == {f"{prefix}{m}-silent" for m in FORWARD_MODES}
+    assert not failures.accepted
+
+
+def test_grad_args_per_layout_leave_the_unweighted_layout_without_gradients(zoo):
+    """wrong_weight_grad_code_sum differentiates its weights: the weighted
+    layout's gradcheck catches its bug; the unweighted layout has nothing to
+    differentiate, so no gradient case and no requires_grad one."""
+    cases = zoo["wrong_weight_grad_code_sum"].cases()
+    assert {c.id for c in cases if c.check in ("gradcheck", "gradgradcheck")} == {
+        "wrong_weight_grad_code_sum-gradcheck-cpu-float32-weighted"
+    }
+    unweighted = {c.variant for c in cases if c.check == "opcheck" and c.layout == "unweighted"}
+    assert unweighted == {"no_grad"}
+
+
+def test_a_write_the_schema_does_not_mark_is_named(zoo):
+    """unmarked_scale_ declares in mutates= the x it writes: the opcheck
+    check names the schema that misses the (a!)."""
+    failures = run_all(zoo["unmarked_scale_"], checks={"opcheck"})["opcheck"]
+    assert failures[0].what == (
+        "the op writes x (OpSpec(mutates=)), but its schema harness_zoo::unmarked_scale_"
+        "(Tensor x, float alpha) -> () does not mark it Tensor(a!)"
+    )
+
+
+def test_an_out_named_first_is_what_is_compared(zoo):
+    """last_row_out_first_add's out is its first argument (out=("out",)):
+    every results case compares it, and finds its last row (5 of 37 x 5
+    elements) unwritten."""
+    spec = zoo["last_row_out_first_add"]
+    failures = run_all(spec, checks={"results"})["results"]
+    assert {f.case for f in failures} == {c.id for c in spec.cases() if c.check == "results"}
+    first = next(f for f in failures if f.case.endswith("-contiguous"))
+    assert "Mismatched elements: 5 / 185" in first.what
 
 
 # A test module whose kernel aborts on empty input, next to a correct op.
@@ -669,3 +744,44 @@ def test_generated_pytest_tests_name_check_case_and_fix(tmp_path):
     # The summary: the cause (check and fix), then each case with what it showed.
     assert f"gradcheck: 1 failed; fix: {FIXES['gradcheck']}" in out
     assert f"\n  {case}: GradcheckError: Jacobian mismatch" in out
+
+
+# register_autograd_mul with its forward modes declared silent, and mul
+# declared so too, whose forward modes raise.
+SILENT = """
+import dataclasses
+from extension_cpp_testing import conformance_tests
+from harness_zoo import zoo
+
+specs = zoo.load()
+test_silent = conformance_tests(
+    dataclasses.replace(specs["register_autograd_mul_silent"], checks=("autodiff",))
+)
+test_stale = conformance_tests(
+    dataclasses.replace(specs["mul_declared_silent"], checks=("autodiff",))
+)
+"""
+
+
+def test_generated_tests_expect_a_declared_silent_mode_to_fail(tmp_path):
+    """Under pytest a declared silent mode is a strict expected failure,
+    counted in the plugin's summary; one that raises instead passes, which
+    fails its test (XPASS strict), saying to drop the declaration."""
+    module = tmp_path / "test_silent.py"
+    module.write_text(SILENT)
+    proc = run_python(
+        ["-m", "pytest", "-p", "extension_cpp_testing.pytest_plugin"]
+        + ["-p", "no:cacheprovider", "-p", "no:randomly", "-rf", str(module)],
+        cwd=tmp_path,
+    )
+    out = proc.stdout
+    assert proc.returncode == 1, out[-3000:] + proc.stderr[-3000:]
+    assert "5 failed, 14 passed, 5 xfailed" in out, out[-3000:]
+    failed = set(re.findall(r"FAILED \S+::test_stale\[(\S+)\]", out))
+    prefix = "mul_declared_silent-autodiff-cpu-float64-"
+    assert failed == {f"{prefix}{m}-silent" for m in FORWARD_MODES}
+    assert "[XPASS(strict)]" in out
+    assert "drop it from silent_modes" in out
+    assert "accepted: PyTorch's limitations the OpSpecs declare" in out
+    assert "5 cases, e.g. register_autograd_mul_silent-autodiff-cpu-float64-" in out
+    assert SILENT_MODE_FIX in out
