@@ -132,7 +132,7 @@ compute-sanitizer: build
 # compute-sanitizer, the tutorial walk and the GPU benchmark, then one
 # summary and the docs' GPU pages in build/gpu/pages. It uses .venv's Python
 # where there is one, else python3 (GPU_PY=...). STEPS=build,cuda,... picks
-# parts: two runs of under 9 minutes each on a 16-core H100 or H200 are
+# parts: two runs of under 9 minutes each on a 16-core GPU machine are
 #   make gpu STEPS=build,cuda,stable,simple,harness,third-party,triton,huge,sanitizer
 #   make gpu STEPS=build,aoti,tutorial,bench
 GPU_PY ?= $(if $(wildcard $(PY)),$(CURDIR)/$(PY),python3)
@@ -168,7 +168,8 @@ test-deps: setup
 # one becomes the conformance page).
 test: lint build build-simple docs-deps test-deps
 	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests/conformance tests/perf tests/third_party harness/tests \
-		tests/test_check_your_own_op.py tests/test_import_graph.py benchmarks $(XDIST) \
+		tests/test_check_your_own_op.py tests/test_check_your_cpp_op.py tests/test_import_graph.py \
+		benchmarks $(XDIST) \
 		--junitxml=build/results/conformance.xml
 	EXTENSION_CPP_HUGE=1 EXTENSION_CPP_BUILD=stable $(PY) -m pytest tests/conformance $(XDIST) \
 		--junitxml=build/results/conformance-stable.xml

@@ -1,83 +1,75 @@
 """docs/check_your_op.md, run: the harness (extension_cpp_testing) on ops that are not ours.
 
 ``mylib::scaled_silu`` (elementwise) and ``mylib::segment_sum`` (not: its own
-samples) stand for your op. They are Python custom ops here so the page needs
-no build step, but the harness sees only their OpOverloads: a C++/CUDA op
-registered with TORCH_LIBRARY is checked the same way. The page includes this
-file (literalinclude), so what it shows is what `make test` runs.
+samples) stand for your op. They are written as PyTorch's custom-ops tutorial
+writes a Python op (torch.library.custom_op, register_fake, register_autograd,
+register_vmap), with public APIs only, so the page needs no build step; the
+harness sees only their OpOverloads, and tests/test_check_your_cpp_op.py checks
+a C++ op the same way. The page includes this file (literalinclude) from top to
+bottom, so what it shows is what `make test` runs.
 """
 
+# [op]
 import torch
 from torch import Tensor
 
-# -- your op (any OpOverload: C++, CUDA or Python) -----------------------------
-#
-# Defined with torch.library.Library, as TORCH_LIBRARY does in C++: a schema,
-# a kernel, a fake kernel, an Autograd kernel and a batching rule.
-_lib = torch.library.Library("mylib", "DEF")
-_lib.define("scaled_silu(Tensor x, float scale) -> Tensor")
+FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
 def _check(x: Tensor) -> None:
+    # The kernel and the fake kernel check the same things in the same words,
+    # so eager and compiled code fail alike.
     torch._check(
-        x.is_floating_point(), lambda: f"scaled_silu: expected a floating-point x, got {x.dtype}"
+        x.dtype in FLOATS, lambda: f"scaled_silu: expected a floating-point x, got {x.dtype}"
     )
 
 
-def _scaled_silu(x: Tensor, scale: float) -> Tensor:
+@torch.library.custom_op("mylib::scaled_silu", mutates_args=())
+def scaled_silu_op(x: Tensor, scale: float) -> Tensor:
+    """silu(x) * scale, in x's layout; float16 and bfloat16 computed in float32."""
     _check(x)
-    # float16 and bfloat16 computed in float32; float32 and float64 as they are.
     wide = x.to(torch.promote_types(x.dtype, torch.float32))
     return (torch.nn.functional.silu(wide) * scale).to(x.dtype)
 
 
-def _scaled_silu_fake(x, scale):
+@scaled_silu_op.register_fake
+def _(x, scale):
     _check(x)
     return torch.empty_like(x)
 
 
-class _ScaledSiluDerivative(torch.autograd.Function):
-    """scaled_silu's derivative, applied by the op's Autograd kernel on every call.
-
-    It has no jvp, so forward mode raises, and so does every torch.func
-    transform (they can't see into a dispatcher kernel): the op gives reverse
-    mode only, which its OpSpec declares. The Autograd kernel that
-    torch.library.register_autograd registers skips it where no input
-    requires grad, and then drops a forward-mode tangent without an error.
-    """
-
-    @staticmethod
-    def forward(x, scale):
-        # On to the kernel below the Autograd one, as register_autograd's does.
-        with torch._C._AutoDispatchBelowAutograd():
-            return torch.ops.mylib.scaled_silu(x, scale)
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(inputs[0])
-        ctx.scale = inputs[1]
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        s = torch.sigmoid(x)
-        return grad * ctx.scale * s * (1 + x * (1 - s)), None
+def _derivative(x: Tensor, scale: float) -> Tensor:
+    """d(scaled_silu)/dx, in torch ops (so it is itself differentiable)."""
+    s = torch.sigmoid(x)
+    return scale * s * (1 + x * (1 - s))
 
 
-def _scaled_silu_vmap(info, in_dims, x, scale):
+def _setup_context(ctx, inputs, output) -> None:
+    ctx.save_for_backward(inputs[0])
+    ctx.scale = inputs[1]
+
+
+def _backward(ctx, grad: Tensor):
+    (x,) = ctx.saved_tensors
+    return grad * _derivative(x, ctx.scale), None  # no gradient for scale
+
+
+# Reverse mode only: register_autograd gives forward mode no derivative and no error.
+scaled_silu_op.register_autograd(_backward, setup_context=_setup_context)
+
+
+@scaled_silu_op.register_vmap
+def _(info, in_dims, x, scale):
     # Elementwise: the whole batch in one call, its batch dimension where it was.
-    return torch.ops.mylib.scaled_silu(x, scale), in_dims[0]
+    return scaled_silu_op(x, scale), in_dims[0]
 
 
-_lib.impl("scaled_silu", _scaled_silu, "CompositeExplicitAutograd")
-_lib.impl("scaled_silu", _ScaledSiluDerivative.apply, "Autograd")
-torch.library.register_fake("mylib::scaled_silu", _scaled_silu_fake, lib=_lib)
-torch.library.register_vmap("mylib::scaled_silu", _scaled_silu_vmap, lib=_lib)
+# [op]
 
 
 # -- check it: every check x device x dtype x layout ---------------------------
 # [check-your-op]
-from extension_cpp_testing import OpSpec, conformance_tests  # noqa: E402
+from extension_cpp_testing import FORWARD_MODES, OpSpec, conformance_tests  # noqa: E402
 
 SCALED_SILU = OpSpec(
     torch.ops.mylib.scaled_silu.default,
@@ -85,16 +77,67 @@ SCALED_SILU = OpSpec(
     reference=lambda x, scale: (torch.nn.functional.silu(x.double()) * scale).to(x.dtype),
     arity=1,  # one tensor input, then the extra arguments
     extra_args=(0.5,),
-    autodiff=("reverse",),  # reverse mode only: every other mode must raise
+    autodiff=("reverse",),  # backward(); torch.func transforms raise on this op
+    silent_modes=FORWARD_MODES,  # register_autograd's limitation, not the op's bug
 )
 
 test_scaled_silu = conformance_tests(SCALED_SILU)
 # [check-your-op]
 
 
+# -- forward mode, made right with public APIs ----------------------------------
+# [forward-mode]
+class _ScaledSilu(torch.autograd.Function):
+    """scaled_silu_op with a jvp: forward mode (torch.func.jvp, jacfwd,
+    hessian, torch.autograd.forward_ad), which register_autograd can't give."""
+
+    @staticmethod
+    def forward(x, scale):
+        return scaled_silu_op(x, scale)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        _setup_context(ctx, inputs, output)
+        ctx.save_for_forward(inputs[0])
+
+    backward = staticmethod(_backward)
+
+    @staticmethod
+    def jvp(ctx, tangent, _):
+        (x,) = ctx.saved_tensors
+        return tangent * _derivative(x, ctx.scale)
+
+    # torch.vmap runs forward under vmap, which calls the op's own batching rule.
+    generate_vmap_rule = True
+
+
+def scaled_silu(x: Tensor, scale: float) -> Tensor:
+    """silu(x) * scale, differentiable in every autodiff mode: the function
+    your users call. Dynamo can't trace an autograd.Function with a jvp, so
+    compiled code calls the op, whose register_autograd backward it uses."""
+    if torch.compiler.is_compiling():
+        return scaled_silu_op(x, scale)
+    return _ScaledSilu.apply(x, scale)
+
+
+SCALED_SILU_EVERY_MODE = OpSpec(
+    scaled_silu,  # a Python function that calls the op is checked through it
+    reference=SCALED_SILU.reference,
+    name="scaled_silu_public",
+    arity=1,
+    extra_args=(0.5,),
+    # Every autodiff mode, by default. The kernel is test_scaled_silu's, checked
+    # there on every layout and dtype; a few of each keep this run short.
+    layouts=("contiguous", "transposed", "0-dim"),
+    dtypes=(torch.float32, torch.float64),
+)
+
+test_scaled_silu_every_mode = conformance_tests(SCALED_SILU_EVERY_MODE)
+# [forward-mode]
+
+
 # -- an op that is not elementwise: samples= and the declarations it needs -----
-
-
+# [samples]
 def _check_segments(values: Tensor, segment_ids: Tensor) -> None:
     torch._check(
         segment_ids.device == values.device,
@@ -104,7 +147,7 @@ def _check_segments(values: Tensor, segment_ids: Tensor) -> None:
         ),
     )
     torch._check(
-        values.is_floating_point(),
+        values.dtype in FLOATS,
         lambda: f"segment_sum: expected floating-point values, got {values.dtype}",
     )
     torch._check(
@@ -120,10 +163,8 @@ def _check_segments(values: Tensor, segment_ids: Tensor) -> None:
     )
 
 
-_lib.define("segment_sum(Tensor values, Tensor segment_ids, int segments) -> Tensor")
-
-
-def _segment_sum(values: Tensor, segment_ids: Tensor, segments: int) -> Tensor:
+@torch.library.custom_op("mylib::segment_sum", mutates_args=())
+def segment_sum(values: Tensor, segment_ids: Tensor, segments: int) -> Tensor:
     """out[s] = the sum of the rows of values whose segment id is s."""
     _check_segments(values, segment_ids)
     # As a product with the one-hot matrix of the ids: the same sum in the
@@ -132,34 +173,23 @@ def _segment_sum(values: Tensor, segment_ids: Tensor, segments: int) -> Tensor:
     return one_hot.t() @ values
 
 
-def _segment_sum_fake(values, segment_ids, segments):
+@segment_sum.register_fake
+def _(values, segment_ids, segments):
     _check_segments(values, segment_ids)
     return values.new_empty(segments, values.shape[1])
 
 
-class _SegmentSumDerivative(torch.autograd.Function):
-    """segment_sum's derivative in values, as scaled_silu's (reverse mode only)."""
-
-    @staticmethod
-    def forward(values, segment_ids, segments):
-        with torch._C._AutoDispatchBelowAutograd():
-            return torch.ops.mylib.segment_sum(values, segment_ids, segments)
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(inputs[1])
-
-    @staticmethod
-    def backward(ctx, grad):
-        (segment_ids,) = ctx.saved_tensors
-        return grad[segment_ids], None, None
+def _segment_sum_setup_context(ctx, inputs, output) -> None:
+    ctx.save_for_backward(inputs[1])
 
 
-_lib.impl("segment_sum", _segment_sum, "CompositeExplicitAutograd")
-_lib.impl("segment_sum", _SegmentSumDerivative.apply, "Autograd")
-torch.library.register_fake("mylib::segment_sum", _segment_sum_fake, lib=_lib)
+def _segment_sum_backward(ctx, grad: Tensor):
+    (segment_ids,) = ctx.saved_tensors
+    return grad[segment_ids], None, None  # a gradient for values only
 
-# [samples]
+
+segment_sum.register_autograd(_segment_sum_backward, setup_context=_segment_sum_setup_context)
+
 SEGMENTS = 5
 
 
@@ -186,6 +216,7 @@ SEGMENT_SUM = OpSpec(
     layouts=("contiguous", "transposed"),
     grad_args=(0,),  # the values; segment ids are integers
     autodiff=("reverse",),
+    silent_modes=FORWARD_MODES,
     skip={"vmap": "no batching rule registered yet (torch.library.register_vmap)"},
 )
 

@@ -31,7 +31,7 @@ from .autodiff import FORWARD_MODES, MODES, REVERSE_MODES
 from .case import AcceptedLimitation, Case, ConformanceFailure
 from .checks import CHECKS, FIXES
 from .checks.base import Check, assert_same_values
-from .checks.gradients import GRAD_TOLERANCES
+from .checks.gradients import GRAD_TOLERANCES, SILENT_MODE_GONE_FIX
 from .layouts import (
     DTYPES,
     LAYOUTS,
@@ -134,8 +134,7 @@ def conformance_tests(
             # show, and to fail the run the day it no longer does.
             reason = (
                 "PyTorch's limitation, declared in OpSpec(silent_modes=): this mode gives no "
-                "derivative and no error (if it passes, the mode raises or is right now: "
-                "drop it from silent_modes)"
+                f"derivative and no error (if it passes: {SILENT_MODE_GONE_FIX})"
             )
             marks.append(pytest.mark.xfail(reason=reason, raises=AcceptedLimitation, strict=True))
         params.append(pytest.param(case, id=case.id, marks=marks))
@@ -187,7 +186,7 @@ def run_all(spec: OpSpec, checks=None) -> Results:
                 case.id,
                 "declared silent (OpSpec(silent_modes=)), but the mode raised or gave the "
                 "reference's derivative",
-                "drop the mode from silent_modes (and claim it in autodiff= if it is right)",
+                SILENT_MODE_GONE_FIX,
             )
         if isinstance(failure, AcceptedLimitation):
             results.accepted.append(failure)

@@ -1,5 +1,7 @@
 """The harness catches real bugs: each zoo op fails the check meant for its
-bug, and the correct zoo ops (mul, add_out, muladd) pass every check.
+bug, and the correct zoo ops (mul, add_out, muladd, ...) pass every check,
+those whose contract needs a declaration of the OpSpec (harness_zoo/declared.py)
+included, each of which fails a check without it.
 
 BUGS is the table bug x check: the check meant to catch each bug, and every
 check that fails on it (some bugs show in more than one place; the set is
@@ -8,6 +10,7 @@ asserted exactly, so a check that stops failing, or starts to, is noticed).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -21,7 +24,12 @@ from harness_zoo.processes import run_python
 from extension_cpp_testing import FIXES, FORWARD_MODES, ConformanceFailure, cases, run_all
 from extension_cpp_testing.checks.cuda import STREAM_LEFT_CURRENT_FIX
 from extension_cpp_testing.checks.fake import NO_FAKE_KERNEL_FIX
-from extension_cpp_testing.checks.gradients import UNCLAIMED_MODE_FIX
+from extension_cpp_testing.checks.gradients import (
+    SILENT_MODE_FIX,
+    SILENT_MODE_GONE_FIX,
+    UNCLAIMED_MODE_FIX,
+)
+from extension_cpp_testing.checks.opcheck import UNMARKED_WRITE_FIX
 from extension_cpp_testing.checks.results import INPUT_MODIFIED_FIX
 from extension_cpp_testing.checks.vmap import NO_BATCHING_RULE_FIX
 
@@ -140,6 +148,34 @@ BUGS = {
         {"autodiff"},
     ),
     "jvp_off_mul": ("a forward-mode derivative off by a relative 1e-4", "autodiff", {"autodiff"}),
+    # The contracts that need a declaration (harness_zoo/declared.py): it
+    # must not hide a bug.
+    "wrong_sign_float32_mul": (
+        "a backward with a wrong sign, its derivatives in float32 (grad_dtype)",
+        "gradcheck",
+        {"gradcheck", "autodiff"},
+    ),
+    "last_row_out_first_add": (
+        "an out= op, out its first argument (out=('out',)), that leaves out's last row",
+        "results",
+        {"results"},
+    ),
+    "wrong_weight_grad_code_sum": (
+        "the weights' gradient twice too large (grad_args per layout)",
+        "gradcheck",
+        {"gradcheck", "autodiff"},
+    ),
+    "unmarked_scale_": (
+        "a write its schema does not mark (a!), declared in OpSpec(mutates=)",
+        "opcheck",
+        # As unmarked_add_out's: compiled code leaves x as it was.
+        {"opcheck", "compile", "dynamic"},
+    ),
+    "mul_declared_silent": (
+        "forward modes declared silent (silent_modes=) that raise: a stale declaration",
+        "autodiff",
+        {"autodiff"},
+    ),
 }
 # The fix shown where the finding calls for a more specific one than the check's.
 SPECIFIC_FIXES = {
@@ -147,6 +183,8 @@ SPECIFIC_FIXES = {
     "mutating_mul": INPUT_MODIFIED_FIX,
     "stream_leaking_mul": STREAM_LEFT_CURRENT_FIX,
     "register_autograd_mul": UNCLAIMED_MODE_FIX,
+    "unmarked_scale_": UNMARKED_WRITE_FIX,
+    "mul_declared_silent": SILENT_MODE_GONE_FIX,
 }
 # Past 2^31 elements (EXTENSION_CPP_HUGE=1: a 4 GiB float16 output).
 HUGE_BUGS = {"int_count_mul": ("an int element count that overflows", "huge", {"huge"})}
@@ -196,8 +234,24 @@ def test_harness_catches_the_bug(zoo, op_name):
     _assert_caught(run_all(zoo[op_name]), op_name, *BUGS[op_name])
 
 
+# The correct ops of declared.py, and register_autograd_mul with its silent
+# forward modes declared.
+DECLARED = [
+    "keep_strides_double",
+    "sign_and_abs",
+    "float32_mul",
+    "masked_mul",
+    "twice",
+    "laplacian",
+    "out_first_add",
+    "weighted_code_sum",
+    "check_finite",
+    "register_autograd_mul_silent",
+]
+
+
 @pytest.mark.parametrize(
-    "op_name", ["mul", "add_out", "muladd", "int_count_mul", "axpy_", "quantize"]
+    "op_name", ["mul", "add_out", "muladd", "int_count_mul", "axpy_", "quantize", *DECLARED]
 )
 def test_correct_ops_pass_every_check(zoo, op_name):
     spec = zoo[op_name]
@@ -271,6 +325,92 @@ def test_a_mutated_argument_is_compared_not_called_modified(zoo):
     assert all(f.what.startswith("result differs from the reference: y (mutated") for f in failures)
     # Every layout but 0-dim, whose one element is the last (and skipped) too.
     assert "off_by_one_axpy_-results-cpu-float32-0-dim" in {f.case for f in failures}
+
+
+# Each declaration of declared.py's ops (and register_autograd_mul_silent's)
+# set back to its default: (the change, the check that then fails, words of
+# its first failure).
+WITHOUT_DECLARATION = {
+    "float32_mul": (
+        dict(grad_dtype=None),
+        "gradcheck",
+        "expected a to have dtype torch.float32, got torch.float64",
+    ),
+    # The mask differentiated: its backward gives it no gradient.
+    "masked_mul": (dict(grad_args=None), "gradcheck", "with respect to input 2"),
+    "twice": (dict(accepted_dtypes=None), "bad_input", "the op accepted it without an error"),
+    # The fix names the range to declare.
+    "laplacian": (dict(dynamic_dims=None), "export", "range (rows = Dim('rows', min=3))"),
+    # b taken for out (out=True means the last argument), and out for an
+    # argument it mutates.
+    "out_first_add": (dict(out=True, mutates=None), "results", "result differs"),
+    "weighted_code_sum": (dict(grad_args=None), "gradcheck", "no argument to differentiate"),
+    "unmarked_scale_": (dict(mutates=None), "results", "the op modified its input x"),
+    "register_autograd_mul_silent": (dict(silent_modes=()), "autodiff", "so it must raise"),
+}
+
+
+@pytest.mark.parametrize("op_name", sorted(WITHOUT_DECLARATION))
+def test_each_declaration_is_needed(zoo, op_name):
+    """Without its declaration the op fails a check, so that none can stop
+    mattering unnoticed (with it, test_correct_ops_pass_every_check)."""
+    changes, check, words = WITHOUT_DECLARATION[op_name]
+    failures = run_all(dataclasses.replace(zoo[op_name], checks=(check,), **changes))
+    assert set(failures) == {check}, failures
+    assert words in str(failures[check][0])
+
+
+def test_a_declared_silent_mode_is_accepted_not_failed(zoo):
+    """register_autograd_mul's forward modes give None or zeros, which its
+    OpSpec declares (silent_modes=FORWARD_MODES): run_all returns those
+    cases apart, as accepted, with the fix that would make them right."""
+    results = run_all(zoo["register_autograd_mul_silent"], checks={"autodiff"})
+    assert results == {}
+    prefix = "register_autograd_mul_silent-autodiff-cpu-float64-"
+    assert {a.case for a in results.accepted} == {f"{prefix}{m}-silent" for m in FORWARD_MODES}
+    assert all(a.fix == SILENT_MODE_FIX for a in results.accepted)
+
+
+def test_a_silent_mode_that_raises_fails_its_declaration(zoo):
+    """mul's forward modes raise, as a mode it does not claim must: declared
+    silent, each of them fails, saying to drop the declaration."""
+    failures = run_all(zoo["mul_declared_silent"], checks={"autodiff"})
+    prefix = "mul_declared_silent-autodiff-cpu-float64-"
+    assert {f.case for f in failures["autodiff"]} == {f"{prefix}{m}-silent" for m in FORWARD_MODES}
+    assert not failures.accepted
+
+
+def test_grad_args_per_layout_leave_the_unweighted_layout_without_gradients(zoo):
+    """wrong_weight_grad_code_sum differentiates its weights: the weighted
+    layout's gradcheck catches its bug; the unweighted layout has nothing to
+    differentiate, so no gradient case and no requires_grad one."""
+    made = cases(zoo["wrong_weight_grad_code_sum"])
+    assert {c.id for c in made if c.check in ("gradcheck", "gradgradcheck")} == {
+        "wrong_weight_grad_code_sum-gradcheck-cpu-float32-weighted"
+    }
+    unweighted = {c.variant for c in made if c.check == "opcheck" and c.layout == "unweighted"}
+    assert unweighted == {"no_grad"}
+
+
+def test_a_write_the_schema_does_not_mark_is_named(zoo):
+    """unmarked_scale_ declares in mutates= the x it writes: the opcheck
+    check names the schema that misses the (a!)."""
+    failures = run_all(zoo["unmarked_scale_"], checks={"opcheck"})["opcheck"]
+    assert failures[0].what == (
+        "the op writes x (OpSpec(mutates=)), but its schema harness_zoo::unmarked_scale_"
+        "(Tensor x, float alpha) -> () does not mark it Tensor(a!)"
+    )
+
+
+def test_an_out_named_first_is_what_is_compared(zoo):
+    """last_row_out_first_add's out is its first argument (out=("out",)):
+    every results case compares it, and finds its last row (5 of 37 x 5
+    elements) unwritten."""
+    spec = zoo["last_row_out_first_add"]
+    failures = run_all(spec, checks={"results"})["results"]
+    assert {f.case for f in failures} == {c.id for c in cases(spec) if c.check == "results"}
+    first = next(f for f in failures if f.case.endswith("-contiguous"))
+    assert "Mismatched elements: 5 / 185" in first.what
 
 
 # A test module whose kernel aborts on empty input, next to a correct op.
@@ -600,6 +740,47 @@ def test_generated_pytest_tests_name_check_case_and_fix(tmp_path):
     assert "extension_cpp_testing/" not in failure, failure
     assert "OpSpec(" not in failure, failure
     assert len(failure.splitlines()) < 15, failure
+    # The summary: the cause (check and fix), then each case with what it showed.
     assert f"gradcheck: 1 failed; fix: {FIXES['gradcheck']}" in out
-    assert f"gradcheck: 1 failed, e.g. {case}" in out
-    assert f"fix: {FIXES['gradcheck']}" in out
+    assert f"\n  {case}: GradcheckError: Jacobian mismatch" in out
+
+
+# register_autograd_mul with its forward modes declared silent, and mul
+# declared so too, whose forward modes raise.
+SILENT = """
+import dataclasses
+from extension_cpp_testing import conformance_tests
+from harness_zoo import zoo
+
+specs = zoo.load()
+test_silent = conformance_tests(
+    dataclasses.replace(specs["register_autograd_mul_silent"], checks=("autodiff",))
+)
+test_stale = conformance_tests(
+    dataclasses.replace(specs["mul_declared_silent"], checks=("autodiff",))
+)
+"""
+
+
+def test_generated_tests_expect_a_declared_silent_mode_to_fail(tmp_path):
+    """Under pytest a declared silent mode is a strict expected failure,
+    counted in the plugin's summary; one that raises instead passes, which
+    fails its test (XPASS strict), saying to drop the declaration."""
+    module = tmp_path / "test_silent.py"
+    module.write_text(SILENT)
+    proc = run_python(
+        ["-m", "pytest", "-p", "extension_cpp_testing.pytest_plugin"]
+        + ["-p", "no:cacheprovider", "-p", "no:randomly", "-rf", str(module)],
+        cwd=tmp_path,
+    )
+    out = proc.stdout
+    assert proc.returncode == 1, out[-3000:] + proc.stderr[-3000:]
+    assert "5 failed, 14 passed, 5 xfailed" in out, out[-3000:]
+    failed = set(re.findall(r"FAILED \S+::test_stale\[(\S+)\]", out))
+    prefix = "mul_declared_silent-autodiff-cpu-float64-"
+    assert failed == {f"{prefix}{m}-silent" for m in FORWARD_MODES}
+    assert "[XPASS(strict)]" in out
+    assert "drop it from silent_modes" in out
+    assert "accepted: PyTorch's limitations the OpSpecs declare" in out
+    assert "5 cases, e.g. register_autograd_mul_silent-autodiff-cpu-float64-" in out
+    assert SILENT_MODE_FIX in out

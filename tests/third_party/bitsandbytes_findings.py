@@ -172,11 +172,10 @@ def int8_linear_matmul_out_sums_in_float32():
 
 
 # [dtypes]
-def fake_kernels_and_kernels_refuse_different_inputs():
-    x = torch.randn(8, 64)
-    codes = torch.randint(-127, 128, (8, 64), dtype=torch.int8)
-    state = [torch.randn(8, 64), torch.zeros(8, 64), torch.zeros(8, 64)]  # g, p, state1
-    calls = {  # each with one argument of a dtype the op's fake kernel refuses
+def _refused_dtypes(x, codes, state) -> dict:
+    """Calls with one argument of a dtype the op's fake kernel refuses."""
+    weight, absmax = ops.quantize_4bit(torch.randn(8, 64), 64, "nf4", torch.uint8)
+    return {
         "quantize_blockwise": (ops.quantize_blockwise, x.long(), CODE, 64),
         "quantize_4bit": (ops.quantize_4bit, x.long(), 64, "nf4", torch.uint8),
         "dequantize_blockwise": (
@@ -214,15 +213,43 @@ def fake_kernels_and_kernels_refuse_different_inputs():
             1.0,
             False,
         ),  # fmt: skip
+        # On a CPU without AVX512 (int8_linear_matmul) or AVX512-BF16
+        # (gemv_4bit), bitsandbytes' default kernels take these.
+        "int8_linear_matmul": (ops.int8_linear_matmul, x, codes),
+        "gemv_4bit": (
+            ops.gemv_4bit,
+            x[:1].long(),
+            weight,
+            [8, 64],
+            absmax,
+            get_4bit_type("nf4", device="cpu"),
+            64,
+        ),  # fmt: skip
     }
-    eager_only = [n for n, (op, *args) in calls.items() if kernel_accepts(op, *args)]
+
+
+def kernels_accept_what_fake_kernels_refuse() -> list[str]:
+    """The ops whose kernel here takes an argument of a dtype their fake
+    kernel refuses (test_bitsandbytes.py's known failures follow it)."""
+    x = torch.randn(8, 64)
+    codes = torch.randint(-127, 128, (8, 64), dtype=torch.int8)
+    state = [torch.randn(8, 64), torch.zeros(8, 64), torch.zeros(8, 64)]
+    calls = _refused_dtypes(x, codes, state)
+    return [n for n, (op, *args) in calls.items() if kernel_accepts(op, *args)]
+
+
+def fake_kernels_and_kernels_refuse_different_inputs():
+    eager_only = kernels_accept_what_fake_kernels_refuse()
+    x = torch.randn(8, 64)
+    codes = torch.randint(-127, 128, (8, 64), dtype=torch.int8)
+    state = [torch.randn(8, 64), torch.zeros(8, 64), torch.zeros(8, 64)]  # g, p, state1
     # And the other way: an out of one element a row, expanded, which the kernel refuses,
     expanded = torch.empty(8, 1, dtype=torch.int32).expand(8, 8)
     refused = {"int8_linear_matmul.out": (ops.int8_linear_matmul.out, codes, codes, expanded)}
     if torch.cuda.is_available():  # and on CUDA: a float32 input, a bfloat16 momentum, two devices
         refused["int8_vectorwise_quant"] = (ops.int8_vectorwise_quant, x.cuda(), 0.0)
         g, p = (t.bfloat16().cuda() for t in state[:2])
-        step = calls["optimizer_update_32bit"]  # (op, name, g, p, state1, the rest)
+        step = _refused_dtypes(x, codes, state)["optimizer_update_32bit"]  # (op, name, g, p, ...)
         refused["optimizer_update_32bit"] = (*step[:2], g, p, state[2].cuda(), *step[5:])
         refused["int8_vectorwise_dequant"] = (
             ops.int8_vectorwise_dequant,

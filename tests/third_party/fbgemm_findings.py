@@ -112,6 +112,8 @@ def fake_kernels_accept_inputs_the_kernels_refuse():
     x, csr_seg = torch.randn(4, 32), torch.tensor([0, 1, 3])
     permute, lengths = torch.tensor([1, 0]), torch.tensor([[1, 2], [0, 1]])  # an int64 permute
     calls = {  # each with one argument of a dtype the kernel refuses, with an error
+        "jagged_2d_to_dense": (ops.jagged_2d_to_dense, x[:3].short(), csr_seg, 2),  # int16
+        "asynchronous_complete_cumsum": (ops.asynchronous_complete_cumsum, csr_seg.double()),
         "FloatOrHalfToFusedNBitRowwiseQuantizedSBHalf": (
             ops.FloatOrHalfToFusedNBitRowwiseQuantizedSBHalf,
             x.double(),
@@ -154,7 +156,16 @@ def derivatives_come_out_zero_instead_of_an_error():
     )  # fmt: skip
     # permute_2D_sparse_data's backward (register_autograd) serves reverse
     # mode only; forward mode gets zeros for the permuted weights' tangent.
-    assert (summed.tolist(), tangent.tolist()) == ([1.0] * 6, [1.0] * 4), (summed, tangent)
+    values, grad = torch.randn(3, 2, requires_grad=True), torch.ones(2, 2, 2, requires_grad=True)
+    dense = ops.jagged_2d_to_dense(values, csr_seg, 2)  # bags of 1 and 2 rows: all 6 values
+    (first,) = torch.autograd.grad(dense, values, grad, create_graph=True)
+    (second,) = torch.autograd.grad(first.sum(), grad, allow_unused=True)
+    # jagged_2d_to_dense's backward, jagged_to_padded_dense_backward, has no
+    # derivative of its own: the fallback warns and gives none (zeros) for
+    # the second derivative, which is 1 wherever a value lands: 6 in all.
+    second = 0.0 if second is None else second.sum().item()
+    got = (summed.tolist(), tangent.tolist(), second)
+    assert got == ([1.0] * 6, [1.0] * 4, 6.0), got
 
 
 # [silent-derivatives]
@@ -207,8 +218,12 @@ def lengths_range_out_has_no_fake_kernel():
 # [out-fake]
 
 
-# [out-expanded]
-def lengths_range_out_writes_past_an_expanded_output():
+# [out-strides]
+def lengths_range_out_writes_output_as_if_contiguous():
+    lengths = torch.tensor([3, 2])
+    every_other = torch.zeros(10, dtype=torch.int64)[::2]  # 5 elements, stride 2
+    ops.lengths_range_out(every_other, lengths)
+    strided = every_other.tolist()  # 0, 1, 2, 0, 1 written into 0, gap, 1, gap, 2
     status, said = _run_child("""
         import torch, fbgemm_gpu
         output = torch.empty(1, dtype=torch.int64).expand(65536)  # 8 bytes of memory
@@ -217,14 +232,31 @@ def lengths_range_out_writes_past_an_expanded_output():
         except RuntimeError as e:
             raise SystemExit(f"refused: {e}")
         """)  # fmt: skip
-    # resize_ keeps an output that has the right size, whatever its strides:
-    # 65536 values are written from data_ptr() into 8 bytes, and the process
-    # dies of the heap it corrupted (SIGSEGV, -11, at exit).
-    ending = said[-1] if said else "nothing printed"
-    assert ending.startswith("refused"), f"exit {status}: {ending}"
+    # resize_ keeps an output that has the right size, whatever its strides,
+    # and the kernel writes from data_ptr() as if it were contiguous: a
+    # strided output gets its values in the gaps; an expanded one of 8 bytes
+    # gets 65536 values, and the process dies of the heap it corrupted
+    # (SIGSEGV or SIGABRT, at once or at exit).
+    expanded = said[-1] if said else "nothing printed"
+    got = (strided, expanded.startswith("refused") or f"exit {status}: {expanded}")
+    assert got == ([0, 1, 2, 0, 1], True), got
 
 
-# [out-expanded]
+# [out-strides]
+
+
+# [out-overlap]
+def lengths_range_out_takes_an_output_that_overlaps_its_lengths():
+    memory = torch.tensor([3, 2, 0, 0, 0, 0])
+    lengths, output = memory[:2], memory[1:]  # output starts at the second length
+    # No overlap check (torch's out= ops raise "some elements of the input
+    # tensor and the written-to tensor refer to a single memory location"):
+    # its first 0 overwrites the length 2, and output ends [.., 0, 0], not
+    # the ranges of [3, 2], [0, 1, 2, 0, 1].
+    assert not kernel_accepts(ops.lengths_range_out, output, lengths), memory.tolist()
+
+
+# [out-overlap]
 
 
 # [mixed-offsets]
@@ -253,6 +285,7 @@ FINDINGS = [
     permute_2D_sparse_data_backward_breaks_on_a_repeating_permute,
     lengths_range_out_does_not_declare_that_it_writes_output,
     lengths_range_out_has_no_fake_kernel,
-    lengths_range_out_writes_past_an_expanded_output,
+    lengths_range_out_writes_output_as_if_contiguous,
+    lengths_range_out_takes_an_output_that_overlaps_its_lengths,
     bounds_check_indices_drops_repairs_to_offsets_of_another_dtype,
 ]

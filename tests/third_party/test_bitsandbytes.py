@@ -193,6 +193,14 @@ KNOWN = {
     ),
     **_known(
         findings.fake_kernels_and_kernels_refuse_different_inputs,
+        # Where this CPU's kernels are bitsandbytes' default ones (no AVX512,
+        # no AVX512-BF16), these take an A their fake kernels refuse too.
+        *(
+            case
+            for name in findings.kernels_accept_what_fake_kernels_refuse()
+            if name in ("int8_linear_matmul", "gemv_4bit")
+            for case in _bad_dtype(name)
+        ),
         *_bad_dtype("quantize_blockwise"),
         *_bad_dtype("quantize_4bit"),
         *_bad_dtype("dequantize_blockwise"),

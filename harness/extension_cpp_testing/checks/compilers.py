@@ -4,6 +4,7 @@ torch.export keeps it as a node that runs again on a new size."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import TYPE_CHECKING
 
@@ -54,13 +55,20 @@ def returning(spec: OpSpec):
     return f
 
 
+@contextlib.contextmanager
 def dynamo_config(spec: OpSpec):
-    """Dynamo's settings for the op: a data-dependent output size is captured
-    in the graph (as an unbacked size) instead of breaking it."""
-    return torch._dynamo.config.patch(
+    """The compilers' settings for the op: a data-dependent output size is
+    captured in the graph (as an unbacked size) instead of breaking it; and
+    no compiled graph from an earlier run: Inductor's and AOTAutograd's caches
+    on disk key a graph on its ops, not on the op's fake kernel, so a graph
+    compiled against last run's fake kernel would come back after a fix."""
+    dynamo = torch._dynamo.config.patch(
         capture_dynamic_output_shape_ops=spec.dynamic_output,
         capture_scalar_outputs=spec.dynamic_output,
     )
+    inductor = torch._inductor.config.patch(fx_graph_cache=False)
+    with dynamo, inductor, torch._functorch.config.patch(enable_autograd_cache=False):
+        yield
 
 
 def compile_cases(spec: OpSpec, device: str):

@@ -80,6 +80,9 @@ JACOBIAN_MISMATCH_FIX = (
 )
 
 
+# A mode declared silent that raised, or gave the derivative: the declaration
+# no longer describes the op.
+SILENT_MODE_GONE_FIX = "drop the mode from silent_modes (and claim it in autodiff= if it is right)"
 RAISED_UNDER_GRADCHECK_FIX = (
     "the op or its backward raised on the gradient checks' inputs ({dtype}, small layouts): "
     "where the op has no kernel for this dtype, name one it has in OpSpec(grad_dtype=); "

@@ -6,9 +6,10 @@ default ~/.cache/torch_extensions) under a name that carries the torch
 release; ninja rebuilds it only when a source changes, so a later session
 just loads the library. Then it
 registers the fake, autograd and batching (vmap) kernels below, some with
-their bug, and returns one OpSpec per op. It needs torch and the harness
-only (zoo_checks.py holds its fake kernels' checks), so the standalone
-harness's tests run it too.
+their bug, defines declared.py's Python ops (those whose contract needs a
+declaration of the OpSpec), and returns one OpSpec per op. It needs torch
+and the harness only (zoo_checks.py holds its fake kernels' checks), so the
+standalone harness's tests run it too.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 import torch
 from torch.utils import cpp_extension
 
-from extension_cpp_testing import OpSpec
+from extension_cpp_testing import FORWARD_MODES, OpSpec
 
 from . import zoo_checks as _checks
 
@@ -384,6 +385,14 @@ def _specs() -> dict[str, OpSpec]:
             "register_autograd_mul",
         )
     }
+    # Declared: register_autograd's forward modes give zeros or None (PyTorch's
+    # limitation), accepted. Bug: mul's raise, yet they are declared silent.
+    declared_silent = dict(functional, layouts=("contiguous",), dtypes=(torch.float32,))
+    for name, op in (
+        ("register_autograd_mul_silent", ops.register_autograd_mul),
+        ("mul_declared_silent", ops.mul),
+    ):
+        specs[name] = OpSpec(op.default, name=name, silent_modes=FORWARD_MODES, **declared_silent)
     specs["jvp_off_mul"] = OpSpec(
         ops.jvp_off_mul.default,
         **{**functional, "autodiff": ("reverse", "forward_ad", "forward_ad-last-only")},
@@ -483,4 +492,8 @@ def load() -> dict[str, OpSpec]:
     _register()
     _register_synced_mul()
     _register_stream_leaking_mul()
-    return _specs()
+    # The ops that need a declaration, built on this module's helpers.
+    from . import declared
+
+    declared.register()
+    return {**_specs(), **declared.specs()}
