@@ -76,14 +76,6 @@ KNOWN = {
             ("float16", "float32", "float64"),
         ),  # fmt: skip
         "permute_2D_sparse_data-gradcheck-cpu-float64-step-sliced-permute",
-        # opcheck's copy of the strided permute holds garbage between its
-        # elements, which the kernel reads: SIGSEGV.
-        *_every(
-            "permute_2D_sparse_data",
-            ["opcheck"],
-            ["step-sliced-permute"],
-            variants=("-no_grad", "-requires_grad"),
-        ),  # fmt: skip
     ),
     **_known(
         findings.float_to_fused_8bit_rowwise_reads_any_dtype_as_float32,
@@ -177,18 +169,32 @@ KNOWN = {
     ),
 }
 
+# The same bug where what the kernel reads is garbage: opcheck's copy of the
+# strided permute holds uninitialised memory between its elements (torch's
+# clone_input), which the kernel reads. Mostly a SIGSEGV; where the garbage
+# happens to be a valid index the case passes, so these are not strict.
+BY_CHANCE = _known(
+    findings.permute_2D_sparse_data_reads_a_strided_permute_raw,
+    *_every(
+        "permute_2D_sparse_data",
+        ["opcheck"],
+        ["step-sliced-permute"],
+        variants=("-no_grad", "-requires_grad"),
+    ),
+)
 
 # Each spec's case ids. Every KNOWN case must be one of them
 # (conformance_tests checks only those it is given).
 IDS = {name: {case.id for case in cases(spec)} for name, spec in SPECS.items()}
-if unknown := set(KNOWN).difference(*IDS.values()):
-    raise ValueError(f"KNOWN names no case: {sorted(unknown)}")
+if unknown := set(KNOWN).union(BY_CHANCE).difference(*IDS.values()):
+    raise ValueError(f"KNOWN and BY_CHANCE name no case: {sorted(unknown)}")
 
 
 def _tests(name):
-    """The tests of SPECS[name], with the KNOWN cases among them."""
+    """The tests of SPECS[name], with the KNOWN and BY_CHANCE cases among them."""
     known = {case: why for case, why in KNOWN.items() if case in IDS[name]}
-    return conformance_tests(SPECS[name], known_failures=known)
+    chance = {case: why for case, why in BY_CHANCE.items() if case in IDS[name]}
+    return conformance_tests(SPECS[name], known_failures=known, nondeterministic_failures=chance)
 
 
 test_float_to_fused_8bit_rowwise = _tests("FloatToFused8BitRowwiseQuantized")
