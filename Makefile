@@ -128,9 +128,10 @@ compute-sanitizer: build
 
 # gpu: everything that needs a CUDA GPU, on a machine with nvcc and a torch
 # already installed, no network (tools/ci/gpu.sh): the three builds, their
-# CUDA cases, the zoo and tests/third_party, the Triton side path, AOTInductor,
-# compute-sanitizer, the tutorial walk and the GPU benchmark, then one
-# summary and the docs' GPU pages in build/gpu/pages. It uses .venv's Python
+# CUDA cases, the harness's tests (the zoo; the third-party libraries' CUDA
+# cases), the Triton side path, AOTInductor, compute-sanitizer, the tutorial
+# walk and the GPU benchmark, then one summary and the docs' GPU pages in
+# build/gpu/pages. It uses .venv's Python
 # where there is one, else python3 (GPU_PY=...). STEPS=build,cuda,... picks
 # parts: two runs of under 9 minutes each on a 16-core GPU machine are
 #   make gpu STEPS=build,cuda,stable,simple,harness,third-party,triton,huge,sanitizer
@@ -139,7 +140,7 @@ GPU_PY ?= $(if $(wildcard $(PY)),$(CURDIR)/$(PY),python3)
 gpu:
 	PY=$(GPU_PY) tools/ci/gpu.sh
 
-# tests/third_party runs the harness on torchvision's, bitsandbytes' and
+# harness/tests/third_party runs the harness on torchvision's, bitsandbytes' and
 # fbgemm's ops: the torchvision release built for requirements/torch.txt's
 # torch, and pinned bitsandbytes and fbgemm-gpu-cpu releases (their findings
 # are those releases'), each without its dependencies (they would replace
@@ -149,13 +150,13 @@ BITSANDBYTES ?= 0.50.2
 FBGEMM ?= 1.9.0
 test-deps: setup
 	@$(PY) -c "import torchvision" 2>/dev/null || { \
-		echo "==> installing torchvision $(TORCHVISION) for tests/third_party"; \
+		echo "==> installing torchvision $(TORCHVISION) for harness/tests/third_party"; \
 		$(PY) -m pip install --progress-bar off -q --no-deps torchvision==$(TORCHVISION); }
 	@$(PY) -c "import bitsandbytes" 2>/dev/null || { \
-		echo "==> installing bitsandbytes $(BITSANDBYTES) for tests/third_party"; \
+		echo "==> installing bitsandbytes $(BITSANDBYTES) for harness/tests/third_party"; \
 		$(PY) -m pip install --progress-bar off -q --no-deps bitsandbytes==$(BITSANDBYTES); }
 	@$(PY) -c "import fbgemm_gpu" 2>/dev/null || { \
-		echo "==> installing fbgemm-gpu-cpu $(FBGEMM) for tests/third_party"; \
+		echo "==> installing fbgemm-gpu-cpu $(FBGEMM) for harness/tests/third_party"; \
 		$(PY) -m pip install --progress-bar off -q --no-deps fbgemm-gpu-cpu==$(FBGEMM); }
 
 # EXTENSION_CPP_HUGE=1: the tests past 2^31 elements (about 20 s and 4.6 GiB
@@ -167,7 +168,7 @@ test-deps: setup
 # Each run's junit XML goes to build/results/ (docs/results/README.md says how
 # one becomes the conformance page).
 test: lint build build-simple docs-deps test-deps
-	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests/conformance tests/perf tests/third_party harness/tests \
+	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests/conformance tests/perf harness/tests \
 		tests/test_check_your_own_op.py tests/test_check_your_cpp_op.py tests/test_import_graph.py \
 		benchmarks $(XDIST) \
 		--junitxml=build/results/conformance.xml

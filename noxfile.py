@@ -73,7 +73,7 @@ STABLE_CELLS += [(py, STABLE_TORCHES[0]) for py in ("3.10", "3.11", "3.13")]
 HARNESS_CELLS = {OLDEST_TORCH: "0.23.0", "2.15.0": "0.29.2"}
 # The harness's own tests (harness/tests) and the
 # torchvision OpSpecs, with the suite's conftest.py, copied out of the tree.
-HARNESS_TESTS = ["harness/tests", "tests/third_party"]
+HARNESS_TESTS = ["harness/tests"]
 HARNESS_TEST_REQUIREMENTS = ["pytest", "pytest-randomly", "pytest-metadata", "hypothesis"]
 HARNESS_TEST_REQUIREMENTS += ["expecttest", "numpy", "pillow", "ninja"]
 

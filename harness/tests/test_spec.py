@@ -1,6 +1,6 @@
 """extension_cpp_testing's own promises: how an OpSpec finds its op, which cases
 it makes and how they read, the errors for a spec that can't work, and each
-declaration for ops that are not elementwise (tests/third_party uses them on
+declaration for ops that are not elementwise (harness/tests/third_party uses them on
 torchvision). Each declaration is shown twice: the op fails the check without
 it, and passes with it, so no declaration can stop mattering unnoticed.
 

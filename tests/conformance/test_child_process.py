@@ -24,8 +24,6 @@ OTHER_PACKAGES = {
     "tutorial/test_tutorial_readmes.py": "builds and imports the tutorial's checkpoints",
     "tutorial/test_tutorial_appendix.py": "builds the tutorial's side paths",
     "conformance/test_wheel.py": "builds wheels and tests them in venvs of their own",
-    "third_party/bitsandbytes_findings.py": "a reproducer whose child aborts in bitsandbytes",
-    "third_party/fbgemm_findings.py": "reproducers whose children crash in fbgemm",
 }
 
 

@@ -619,7 +619,7 @@ def test_check_your_op_states_the_number_of_checks_per_device():
 def test_pages_count_the_torchvision_findings_there_are():
     """Check your own op said six bugs in torchvision; the findings page and its
     reproducers have nine."""
-    findings = _read(REPO / "tests" / "third_party" / "torchvision_findings.py")
+    findings = _read(REPO / "harness" / "tests" / "third_party" / "torchvision_findings.py")
     count = len(set(re.findall(r"^# \[(\w+-[\w-]+)\]$", findings, re.M)))
     words = dict(
         zip("one two three four five six seven eight nine ten eleven twelve".split(), range(1, 13))

@@ -138,8 +138,9 @@ if wants simple; then
 fi
 # The harness's own tests (the zoo runs each op's CPU and CUDA cases, built
 # with its CUDA file), then the third-party libraries' CUDA cases.
-wants harness && pytest_part harness 240 harness/tests -m "not huge"
-wants third-party && pytest_part third-party 240 tests/third_party -m "cuda and not huge"
+wants harness && pytest_part harness 240 harness/tests --ignore=harness/tests/third_party \
+  -m "not huge"
+wants third-party && pytest_part third-party 240 harness/tests/third_party -m "cuda and not huge"
 # The Triton side path: the harness on its ops (every check, every layout),
 # and the appendix's Triton tests.
 wants triton && pytest_part triton 240 tests/tutorial/test_triton.py \
