@@ -291,17 +291,12 @@ def run_cases(spec, cases):
     """Yields (case, what it raised: None, or a ConformanceFailure) for each
     case, run in a forked child process; a case that kills the child fails,
     naming the signal, and a new child runs the rest. Where a fork can't
-    serve (EXTENSION_CPP_TESTING_ISOLATE=0, no os.fork, or CUDA already
-    initialized here, which a forked child can't use), the cases run here."""
+    serve (EXTENSION_CPP_TESTING_ISOLATE=0, no os.fork, CUDA already
+    initialized here, or autograd's threads started here, which a forked
+    child can use neither of), the cases run here."""
     pending = list(cases)
     reason = _no_fork_reason()
-    if reason is not None:
-        if isolated():
-            warnings.warn(f"run_all runs the cases in this process: {reason}", stacklevel=3)
-        for case in pending:
-            yield case, _outcome(spec, case)
-        return
-    while pending:
+    while pending and reason is None:
         sys.stdout.flush()
         sys.stderr.flush()
         read, write = os.pipe()
@@ -311,7 +306,8 @@ def run_cases(spec, cases):
             _serve_forked(spec, pending, os.fdopen(write, "wb"))
         os.close(write)
         with os.fdopen(read, "rb") as answers:
-            while pending:
+            reason = pickle.load(answers)  # None: the child can run the cases
+            while pending and reason is None:
                 case = pending[0]
                 try:
                     failure, broken = pickle.load(answers)
@@ -331,6 +327,10 @@ def run_cases(spec, cases):
                     break
         if pid is not None:
             os.waitpid(pid, 0)
+    if pending and isolated():
+        warnings.warn(f"run_all runs the cases in this process: {reason}", stacklevel=3)
+    for case in pending:
+        yield case, _outcome(spec, case)
 
 
 def _no_fork_reason() -> str | None:
@@ -342,6 +342,21 @@ def _no_fork_reason() -> str | None:
         return (
             "CUDA is initialized in this process, and a forked child can't use it, so a "
             "crashing kernel ends the run (call run_all before anything uses CUDA)"
+        )
+    return None
+
+
+def _autograd_unusable() -> str | None:
+    """Why autograd can't run in this forked child, if it can't: PyTorch
+    refuses to run a backward in a child forked after the parent started
+    autograd's threads (a torch.compile'd backward does)."""
+    x = torch.zeros(1, requires_grad=True)
+    try:
+        x.sum().backward()
+    except RuntimeError as e:
+        return (
+            "autograd's threads run in this process, and a forked child can't use autograd "
+            f"({str(e).strip().splitlines()[0]}), so a crashing kernel ends the run"
         )
     return None
 
@@ -366,7 +381,10 @@ def _serve_forked(spec, cases, answers) -> None:
     faulthandler.enable()
     status = 0
     try:
-        for case in cases:
+        unusable = _autograd_unusable()
+        pickle.dump(unusable, answers)
+        answers.flush()
+        for case in cases if unusable is None else ():
             try:
                 failure = _outcome(spec, case)
             except BaseException:  # noqa: BLE001  (sent back as the case's failure)
