@@ -335,7 +335,7 @@ def run_cases(spec, cases):
 
 def _no_fork_reason() -> str | None:
     if not isolated():
-        return None
+        return "EXTENSION_CPP_TESTING_ISOLATE=0"
     if not hasattr(os, "fork"):
         return "this platform has no fork, so a crashing kernel ends the run"
     if torch.cuda.is_initialized():

@@ -454,6 +454,40 @@ def test_a_crashing_kernel_fails_its_case_and_the_run_goes_on(tmp_path):
     assert f"{len(failed)} failed, 12 passed" in out, out[-3000:]
 
 
+# run_all from a script, as a user without pytest calls it: the spec lives
+# in __main__, where no worker could import it again.
+RUN_ALL_CRASHING = """
+import warnings
+import torch
+from extension_cpp_testing import run_all
+from harness_zoo import zoo
+
+warnings.simplefilter("error")  # run_all must not fall back to this process
+failures = run_all(zoo.load()["abort_on_empty_mul"])
+for check, found in sorted(failures.items()):
+    for failure in found:
+        print("FAILED", failure.case, failure.what.splitlines()[0])
+print("still running")
+"""
+
+
+def test_run_all_survives_a_crashing_kernel(tmp_path):
+    """run_all runs its cases in a forked child: each case that reaches the
+    abort fails, naming SIGABRT, and the script goes on to the end."""
+    script = tmp_path / "check.py"
+    script.write_text(RUN_ALL_CRASHING)
+    proc = run_python([str(script)], cwd=tmp_path)
+    out = proc.stdout
+    assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
+    failed = dict(re.findall(r"^FAILED (\S+) (.*)$", out, re.M))
+    assert set(failed) == {
+        f"abort_on_empty_mul-{check}-cpu-float32-empty"
+        for check in ("results", "strides", "fake", "compile")
+    }, out
+    assert all("died of SIGABRT (signal 6)" in what for what in failed.values()), failed
+    assert out.rstrip().endswith("still running")
+
+
 # One op whose kernel warns, one whose failure shows its random inputs,
 # drawn after the test seeds the RNG.
 WORKER_STATE = """
