@@ -32,6 +32,7 @@ from extension_cpp_testing import (
 from extension_cpp_testing.checks.cuda import STREAM_LEFT_CURRENT_FIX
 from extension_cpp_testing.checks.fake import NO_FAKE_KERNEL_FIX
 from extension_cpp_testing.checks.gradients import (
+    NO_DERIVATIVE_FIX,
     SILENT_MODE_FIX,
     SILENT_MODE_GONE_FIX,
     UNCLAIMED_MODE_FIX,
@@ -187,6 +188,7 @@ BUGS = {
 # The fix shown where the finding calls for a more specific one than the check's.
 SPECIFIC_FIXES = {
     "no_vmap_mul": NO_BATCHING_RULE_FIX,
+    "no_autograd_mul": NO_DERIVATIVE_FIX,
     "mutating_mul": INPUT_MODIFIED_FIX,
     "stream_leaking_mul": STREAM_LEFT_CURRENT_FIX,
     "register_autograd_mul": UNCLAIMED_MODE_FIX,
@@ -822,7 +824,7 @@ def test_generated_tests_expect_a_declared_silent_mode_to_fail(tmp_path):
     prefix = "mul_declared_silent-autodiff-cpu-float64-"
     assert failed == {f"{prefix}{m}-silent" for m in FORWARD_MODES}
     assert "[XPASS(strict)]" in out
-    assert "drop it from silent_modes" in out
+    assert SILENT_MODE_GONE_FIX in out
     assert "accepted: PyTorch's limitations the OpSpecs declare" in out
     assert "5 cases, e.g. register_autograd_mul_silent-autodiff-cpu-float64-" in out
     assert SILENT_MODE_FIX in out

@@ -62,6 +62,9 @@ AUTODIFF_TOLERANCE = AUTODIFF_TOLERANCES[torch.float64]
 NOT_DIFFERENTIATED = (
     "does not require grad and does not have a grad_fn",
     "at least one output tensor that requires grad",
+    # autograd's fallback for an op with no Autograd kernel: a warning, and a
+    # zero gradient (an error where warnings are)
+    "an autograd kernel was not registered",
 )
 
 
@@ -229,7 +232,9 @@ def _run_gradcheck(spec: OpSpec, case: Case, tool, **kw) -> None:
     """gradcheck or gradgradcheck on the op's floating-point outputs, with
     the tolerances of the case's dtype; each kind of error gets its fix."""
     f, _, xs = differentiable_call(spec, case)
-    with warnings.catch_warnings():
+    # Warnings are recorded, not printed: autograd's warning that the op
+    # has no Autograd kernel says why a Jacobian is zero.
+    with warnings.catch_warnings(record=True) as caught:
         # Its advice to check in float64: float32 is the OpSpec's choice
         # (grad_dtype), with tolerances to match (GRAD_TOLERANCES).
         warnings.filterwarnings("ignore", "Input #\\d+ requires gradient and is not a double")
@@ -243,6 +248,8 @@ def _run_gradcheck(spec: OpSpec, case: Case, tool, **kw) -> None:
             fix = JACOBIAN_MISMATCH_FIX if mismatch and tool is gradgradcheck else None
             if "not reentrant" in str(e):
                 fix = NOT_REENTRANT_FIX
+            if any(w in str(c.message) for c in caught for w in NOT_DIFFERENTIATED):
+                fix = NO_DERIVATIVE_FIX
             raise Failed(f"GradcheckError: {first_lines(e)}", fix=fix) from None
         except Exception as e:  # noqa: BLE001  (each kind of error gets its fix)
             what = f"{type(e).__name__}: {first_lines(e)}"
