@@ -24,6 +24,8 @@ is tested on, see its pyproject.toml) and, for conformance_tests, pytest.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import torch
 
 from . import checks
@@ -82,6 +84,7 @@ def conformance_tests(
     spec: OpSpec,
     known_failures: dict[str, str] | None = None,
     nondeterministic_failures: dict[str, str] | None = None,
+    memory_unsafe: Iterable[str] = (),
 ):
     """A pytest test function, parametrized over ``cases(spec)``.
 
@@ -95,8 +98,10 @@ def conformance_tests(
     (``xfail(strict=True)``), so the day the op is fixed they pass and the run
     says so. ``nondeterministic_failures`` does the same for a bug whose
     symptom depends on memory the op should not read (a case that may pass
-    by chance): not strict. An id that names no case is an error, not a
-    silent no-op.
+    by chance): not strict. ``memory_unsafe`` names the cases whose kernel
+    may write memory it does not own (a known bug): each runs in a worker
+    process of its own, so the damage can't surface in a later case and be
+    blamed on it. An id that names no case is an error, not a silent no-op.
 
     Call it at a test module's top level: each case then runs in a worker
     process that imports that module, so a kernel that crashes (SIGABRT,
@@ -109,7 +114,8 @@ def conformance_tests(
     chance = dict(nondeterministic_failures or {})
     key = register(spec)
     made = cases(spec)
-    unknown = sorted((set(known) | set(chance)) - {case.id for case in made})
+    unsafe = set(memory_unsafe)
+    unknown = sorted((set(known) | set(chance) | unsafe) - {case.id for case in made})
     if unknown:
         raise ValueError(f"known_failures names no case of {spec.name}: {unknown}")
     params = []
@@ -142,7 +148,7 @@ def conformance_tests(
     @pytest.mark.parametrize("case", params)
     def test_conformance(case: Case) -> None:
         __tracebackhide__ = True  # a failure shows its check, case and fix, not our frames
-        run_isolated(spec, key, case)
+        run_isolated(spec, key, case, alone=case.id in unsafe)
 
     test_conformance.__doc__ = f"{spec.name}: every conformance check (extension_cpp_testing)."
     return test_conformance

@@ -125,20 +125,25 @@ _worker: _Worker | None = None
 _unavailable: set[str] = set()
 
 
-def run_isolated(spec, key: tuple[str, int] | None, case: Case) -> None:
+def run_isolated(spec, key: tuple[str, int] | None, case: Case, alone: bool = False) -> None:
     """Runs spec's case in the worker (or here, where it can't run there);
     raises what the case raises, or a ConformanceFailure naming the signal
-    that ended the worker."""
+    that ended the worker. ``alone``: in a worker of its own, given up after
+    the case, for a case whose kernel may write memory it does not own (the
+    damage would show in a later case, and be blamed on it)."""
     global _worker
     __tracebackhide__ = True  # a failure shows its check, case and fix, not our frames
     if key is None or key[0] in _unavailable or not isolated():
         run_case(spec, case)
         return
+    if alone and _worker is not None:
+        _worker.close()
+        _worker = None
     if _worker is None:
         _worker = _Worker()
         atexit.register(_close)
     outcome, detail, usable = _worker.run(key, spec.name, case)
-    if not usable:  # the next case starts another worker
+    if not usable or alone:  # the next case starts another worker
         _worker.close()
         _worker = None
     if outcome == "passed":
