@@ -172,12 +172,14 @@ def run_all(spec: OpSpec, checks=None) -> Results:
 
     Cases that need a GPU or EXTENSION_CPP_HUGE=1 are left out where they can't run,
     and so are the checks the spec declares as not applying (``OpSpec.skip``).
-    The cases run in a child process, forked from this one, so that a kernel
-    that crashes (SIGABRT, SIGSEGV) fails its case and the rest run in the
-    next child; the child runs CPU kernels on one thread (OpenMP does not
-    survive a fork), where conformance_tests' worker uses them all. With
-    EXTENSION_CPP_TESTING_ISOLATE=0, or in a process that has already used
-    CUDA (which a forked child can't), they run here, with a warning.
+    The CPU cases run in a child process, forked from this one, so that a
+    kernel that crashes (SIGABRT, SIGSEGV) fails its case and the rest run in
+    the next child; the child runs CPU kernels on one thread (OpenMP does not
+    survive a fork), where conformance_tests' worker uses them all. The CUDA
+    cases run here (a forked child can't use CUDA): for them, and for a crash
+    on the GPU, conformance_tests' worker. With EXTENSION_CPP_TESTING_ISOLATE=0,
+    or in a process that has started autograd's threads (a compiled backward
+    does), the CPU cases run here too, the latter with a warning.
     """
     results = Results()
     chosen = [

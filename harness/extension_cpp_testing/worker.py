@@ -294,13 +294,30 @@ def _spec(key: tuple[str, int], name: str):
 
 def run_cases(spec, cases):
     """Yields (case, what it raised: None, or a ConformanceFailure) for each
-    case, run in a forked child process; a case that kills the child fails,
-    naming the signal, and a new child runs the rest. Where a fork can't
-    serve (EXTENSION_CPP_TESTING_ISOLATE=0, no os.fork, CUDA already
-    initialized here, or autograd's threads started here, which a forked
-    child can use neither of), the cases run here."""
+    case, in order. The CPU cases run in a forked child process: a case that
+    kills the child fails, naming the signal, and a new child runs the rest.
+    The CUDA cases run here, as a forked child can't use CUDA (once this
+    process has touched it, and some of it does so at import); and so do the
+    CPU cases where a fork can't serve (EXTENSION_CPP_TESTING_ISOLATE=0, no
+    os.fork, or autograd's threads started here, which a child can't use)."""
+    cpu: list = []
+    for case in cases:
+        if _uses_cuda(case):
+            yield from _run_forked(spec, cpu)
+            cpu = []
+            yield case, _outcome(spec, case)
+        else:
+            cpu.append(case)
+    yield from _run_forked(spec, cpu)
+
+
+def _uses_cuda(case: Case) -> bool:
+    return case.device.startswith("cuda") or case.variant == "device"
+
+
+def _run_forked(spec, cases):
     pending = list(cases)
-    reason = _no_fork_reason()
+    reason = _no_fork_reason() if pending else None
     while pending and reason is None:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -343,11 +360,6 @@ def _no_fork_reason() -> str | None:
         return "EXTENSION_CPP_TESTING_ISOLATE=0"
     if not hasattr(os, "fork"):
         return "this platform has no fork, so a crashing kernel ends the run"
-    if torch.cuda.is_initialized():
-        return (
-            "CUDA is initialized in this process, and a forked child can't use it, so a "
-            "crashing kernel ends the run (call run_all before anything uses CUDA)"
-        )
     return None
 
 
