@@ -102,7 +102,8 @@ def test_no_python_older_than_the_pin_is_offered_without_its_torch(page):
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"tutorial_{name}", TUTORIAL / f"{name}.py")
+    path = REPO / "tools" / "tutorial" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"tutorial_{name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
