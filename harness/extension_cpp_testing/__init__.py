@@ -88,25 +88,19 @@ def conformance_tests(
 ):
     """A pytest test function, parametrized over ``cases(spec)``.
 
-    Assign it to a name starting with ``test_`` in a test module. Test ids read
-    ``<op>-<check>-<device>-<dtype>-<layout or variant>``; CUDA cases carry the
-    ``cuda`` marker and skip without a GPU, the ``huge`` case the ``huge`` marker.
-    Select checks with ``-k``, e.g. ``-k "fake or opcheck"``.
-
-    ``known_failures`` maps test ids to why they fail (a bug of the op, reported
-    upstream): those cases are expected to fail with a ConformanceFailure
-    (``xfail(strict=True)``), so the day the op is fixed they pass and the run
-    says so. ``nondeterministic_failures`` does the same for a bug whose
-    symptom depends on memory the op should not read (a case that may pass
-    by chance): not strict. ``memory_unsafe`` names the cases whose kernel
-    may write memory it does not own (a known bug): each runs in a worker
-    process of its own, so the damage can't surface in a later case and be
-    blamed on it. An id that names no case is an error, not a silent no-op.
-
-    Call it at a test module's top level: each case then runs in a worker
-    process that imports that module, so a kernel that crashes (SIGABRT,
-    SIGSEGV) fails its case with the signal named, and the run goes on
+    Assign it, at a test module's top level, to a name starting with
+    ``test_``. CUDA cases carry the ``cuda`` marker and skip without a GPU.
+    Each case runs in a worker process that imports the module, so a kernel
+    that crashes fails its case with the signal named and the run goes on
     (EXTENSION_CPP_TESTING_ISOLATE=0 runs them in pytest's process).
+
+    ``known_failures`` maps test ids to why they fail (the op's bug, reported
+    upstream): strict expected failures, which pass the day the op is fixed.
+    ``nondeterministic_failures`` does the same, not strict, for a bug whose
+    symptom depends on memory the op should not read. ``memory_unsafe`` names
+    cases whose kernel may write memory it does not own: each runs in a
+    worker of its own, so the damage can't be blamed on a later case. An id
+    that names no case is an error.
     """
     import pytest
 
@@ -117,7 +111,10 @@ def conformance_tests(
     unsafe = set(memory_unsafe)
     unknown = sorted((set(known) | set(chance) | unsafe) - {case.id for case in made})
     if unknown:
-        raise ValueError(f"known_failures names no case of {spec.name}: {unknown}")
+        raise ValueError(
+            "known_failures, nondeterministic_failures or memory_unsafe name no case "
+            f"of {spec.name}: {unknown}"
+        )
     params = []
     for case in made:
         marks = []
@@ -170,16 +167,13 @@ def run_all(spec: OpSpec, checks=None) -> Results:
     """Runs every case that can run here, without pytest; returns check ->
     failures (a ``Results``, with the accepted cases apart).
 
-    Cases that need a GPU or EXTENSION_CPP_HUGE=1 are left out where they can't run,
-    and so are the checks the spec declares as not applying (``OpSpec.skip``).
-    The CPU cases run in a child process, forked from this one, so that a
-    kernel that crashes (SIGABRT, SIGSEGV) fails its case and the rest run in
-    the next child; the child runs CPU kernels on one thread (OpenMP does not
-    survive a fork), where conformance_tests' worker uses them all. The CUDA
-    cases run here (a forked child can't use CUDA): for them, and for a crash
-    on the GPU, conformance_tests' worker. With EXTENSION_CPP_TESTING_ISOLATE=0,
-    or in a process that has started autograd's threads (a compiled backward
-    does), the CPU cases run here too, the latter with a warning.
+    Cases that can't run here, and checks in ``OpSpec.skip``, are left out.
+    The CPU cases run in a forked child, on one thread (OpenMP does not
+    survive a fork), so a crashing kernel fails its case and the next child
+    runs the rest. CUDA cases run here, as a forked child can't use CUDA. With
+    EXTENSION_CPP_TESTING_ISOLATE=0, or once autograd's threads have started
+    (a compiled backward starts them), the CPU cases run here too, the latter
+    with a warning.
     """
     results = Results()
     chosen = [

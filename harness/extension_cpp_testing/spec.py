@@ -70,62 +70,46 @@ class OpSpec:
             (``torch.ops.ns.name``), or a Python function that calls one with the
             same arguments (like ``extension_cpp.mymul``).
         reference: the same math in torch ops, called with the op's arguments
-            (less the out arguments of an out= op), returning what the op returns
-            (or writes into out): a tensor, or a tuple of them (None for an absent
-            optional output). The op's outputs must have its sizes and strides;
-            for the autodiff checks it must be differentiable. For an op that
-            mutates arguments (``mutates``), the reference gets copies of them
-            and updates them in place as the op does its own.
+            (less out arguments), returning what the op returns or writes into
+            out: a tensor or a tuple (None for an absent optional output), with
+            the op's sizes and strides, differentiable for the autodiff checks.
+            It gets copies of mutated arguments and updates them as the op does.
         name: the name in test ids; by default the op's.
         arity: how many tensor inputs the default samples make.
         extra_args: arguments after the tensors, e.g. ``(1.25,)`` for a scale.
         out: an out= op: its last argument (or last ``out`` arguments, for an
-            int) is written in place, and it returns None or those arguments
-            (``Tensor(a!) out -> Tensor(a!)``); keyword-only out arguments are
-            passed by name. Elsewhere in the signature, name them (or give
-            their positions): ``out=("output",)``, with ``samples=`` giving
-            every argument in the op's order. Its results are also checked
-            with each out in the layouts of ``OUT_LAYOUTS`` where its shape
-            allows.
-        mutates: the positions of the arguments the op reads and writes in
-            place (an optimizer's parameter and state), besides out arguments.
-            For an ``OpOverload`` they are read from its schema (``Tensor(a!)``);
-            declare them for a Python function. For an op whose schema misses
-            an ``(a!)``, declare what it writes: the opcheck check then fails
-            with the schema's bug named. The results check compares each with
-            the reference's copy after the call, and every other argument must
-            be left unchanged.
+            int) is written in place, and it returns None or those arguments.
+            Elsewhere in the signature, name them: ``out=("output",)``, with
+            ``samples=`` giving every argument in the op's order. Results are
+            also checked with each out in the layouts of ``OUT_LAYOUTS``.
+        mutates: the positions of the arguments the op writes in place besides
+            out arguments (an optimizer's state). An ``OpOverload``'s come from
+            its schema (``Tensor(a!)``); declare them for a Python function, or
+            for an op whose schema misses an ``(a!)``: opcheck then fails with
+            the schema's bug named. Every other argument must be unchanged.
         samples: replaces the default inputs: ``samples(layout, dtype, device, rows)``
             returns the op's arguments, ``rows`` sizing the first dimension (the
             dynamic-shape and export checks vary it). Each call draws new values
-            in the same shapes (the CUDA graph check replays on a second draw);
-            the harness never refills an input with random values, so valid
+            in the same shapes; the harness never refills an input, so valid
             indices stay valid. ``layout`` and ``dtype`` are labels that samples
-            interprets (an op of int8 inputs and float outputs may take ``dtype``
-            as its output dtype).
-        layouts, dtypes, devices: what to run on. CUDA cases are always generated
-            and skip without a GPU. Integer dtypes (quantized ops) are fine: the
-            harness's own inputs never use randn on them.
+            interprets.
+        layouts, dtypes, devices: what to run on. CUDA cases skip without a GPU.
         accepted_dtypes: every dtype the op takes, where that is more than the
             ``dtypes`` the checks run on (default: ``dtypes``): the bad-input
             check gives the op a dtype outside it.
         exact: the result must equal the reference bit for bit (NaN payloads
-            aside), signs of zeros and NaNs included; the results check then also
-            runs on inputs holding -0.0, 0.0, infinities and NaN (its ``specials``
-            cases).
+            aside), also on inputs holding -0.0, infinities and NaN.
         rounded_once: the op rounds its result once from the exact value, so in
             float16 and bfloat16 it must equal the reference rounded to the dtype
             (``ROUNDED_ONCE``), where ``TOLERANCES`` allow the one ulp of a double
             rounding.
         tolerances: dtype -> ``dict(rtol=, atol=)`` where not exact.
-        integer_tolerance: ``dict(codes=k, fraction=f)``: integer outputs (the
-            codes of a quantizer) may differ from the reference's by at most k,
-            on at most a fraction f of their elements, so that one reference
-            serves devices that round a scale differently. Default: exact.
+        integer_tolerance: ``dict(codes=k, fraction=f)``: integer outputs (a
+            quantizer's codes) may differ by at most k on a fraction f of their
+            elements. Default: exact.
         differentiable: run the gradient checks (default: unless the op writes
-            out or mutates arguments, its schema returns nothing, or no dtype is
-            floating-point). They differentiate the op's floating-point outputs
-            only: integer outputs (lengths, codes) have no derivative.
+            out, mutates, returns nothing or takes no floating dtype). They
+            differentiate the floating-point outputs only.
         grad_args: the positions of the arguments those checks differentiate (and
             opcheck's requires_grad cases mark); default every floating-point
             tensor input. Leave out boxes, coordinates and other inputs the op
@@ -137,25 +121,20 @@ class OpSpec:
             float64 kernel, with tolerances that still catch a wrong sign,
             factor or term (``GRAD_TOLERANCES``), not an error of 1e-4.
         autodiff: the autodiff modes the op claims (keys of ``autodiff.MODES``;
-            default: every one): each must give the reference's derivative,
-            and every mode left out must raise an error, never return a
-            missing or wrong derivative. An op with reverse mode only (a
-            backward from ``torch.library.register_autograd``) declares
-            ``autodiff=("reverse",)``. gradcheck and gradgradcheck run where
-            ``"reverse"`` is claimed.
+            default: every one): each must give the reference's derivative, and
+            every mode left out must raise, never return a missing or wrong
+            derivative. gradcheck and gradgradcheck run where ``"reverse"`` is
+            claimed.
         silent_modes: autodiff modes that give a zero or missing derivative
             because of a PyTorch limitation, not the op's code:
             ``torch.library.register_autograd`` has no forward mode, so such an
             op declares ``autodiff=("reverse",), silent_modes=FORWARD_MODES``.
-            Each of their cases still runs: a zero or missing derivative is
-            reported as accepted (a strict expected failure under pytest,
-            counted in the summary); any other answer fails, and so does the
-            case the day the mode raises or gets right (drop the declaration).
-        dynamic_output: an output's size depends on the input's values (``nms``,
-            ``nonzero``; the fake kernel uses
-            ``torch.library.get_ctx().new_dynamic_size()``). The fake, opcheck,
-            compile and export checks then accept an unbacked size; vmap does not
-            apply.
+            Their cases still run: a zero or missing derivative is accepted (a
+            strict xfail, counted in the summary); any other answer fails, as
+            does the day the mode raises or gets right.
+        dynamic_output: an output's size depends on the input's values (``nms``;
+            the fake kernel uses ``get_ctx().new_dynamic_size()``): the checks
+            accept an unbacked size; vmap does not apply.
         dynamic_dims: the dimensions the ``export`` check marks dynamic, as
             ``{argument position: {dimension: name}}``; dimensions with one name
             vary together, and ``samples`` must size them alike for any ``rows``.
@@ -163,27 +142,21 @@ class OpSpec:
             gives the dimension the range the op's contract allows.
             Default: dimension 0 of every tensor with one, all named "rows". The
             ``dynamic`` check lets torch.compile find which dimensions vary.
-        compare_storage: the strides check also compares each output's storage
-            offset and size (default: with the default samples); for an op that
-            returns a view of a larger buffer, compare the view only.
-        nondeterministic: the op's gradient may differ between runs in its last
-            bits (a backward summing with atomic adds): gradcheck and gradgradcheck
-            allow it (``nondet_tol``) instead of failing as "not reentrant".
-        capturable: the op can be captured in a CUDA graph. With False (an op that
-            syncs with the host), the ``cuda_graph`` check asserts that capture
-            fails with an error, and cleans up after it.
+        compare_storage: the strides check also compares storage offset and
+            size (default: with the default samples); False for an op that
+            returns a view of a larger buffer.
+        nondeterministic: the gradient may differ between runs in its last bits
+            (atomic adds): gradcheck allows it (``nondet_tol``).
+        capturable: the op can be captured in a CUDA graph. With False (an op
+            that syncs with the host), capture must fail with an error.
         same_error_words: the fake kernel and compiled code raise the real
             kernel's exact first line for bad input (default); with False, an
             error in their own words.
         bad_inputs: the kinds of bad input to check: ``dtype`` (the first tensor
-            input in a dtype the op does not take), ``shape`` (the last tensor
-            one column wider), ``device`` (the last tensor on the CPU, under
-            cuda), and for out= ops ``out-overlap`` (out sharing memory with an
-            input) and ``out-internal-overlap`` (an expanded out). Default: dtype
-            and, with two tensors or more, device; shape too with the default
-            samples (with ``samples=`` a wider input may be valid); the out kinds
-            for out= ops. A kind followed by an argument's name (``"dtype-absmax"``)
-            makes that argument wrong instead.
+            in a dtype the op does not take), ``shape`` (the last tensor a column
+            wider; default samples only), ``device`` (the last tensor on the
+            CPU), ``out-overlap`` and ``out-internal-overlap``. Default: every
+            kind that applies. ``"dtype-absmax"`` makes that argument wrong.
         huge: run once on inputs past 2^31 elements, expanded from one element
             each (with EXTENSION_CPP_HUGE=1; elementwise ops, default samples).
         checks: run only these checks (default: all).

@@ -29,6 +29,7 @@ from extension_cpp_testing import (
     OpSpec,
     assert_same_values,
     cases,
+    conformance_tests,
     run_all,
 )
 from extension_cpp_testing.checks.bad_input import bad_args, kinds_of
@@ -51,6 +52,16 @@ def test_a_packet_with_one_overload_is_its_default(zoo):
     args = spec.sample("contiguous", torch.float32, "cpu")
     assert spec.overload(args) is torch.ops.harness_zoo.mul.default
     assert spec.name == "mul"
+
+
+@pytest.mark.parametrize("argument", ["known_failures", "nondeterministic_failures", "memory_unsafe"])
+def test_an_id_that_names_no_case_is_refused(zoo, argument):
+    """A misspelt id would leave its case unmarked without a word."""
+    spec = OpSpec(torch.ops.harness_zoo.mul, reference=torch.mul, name="mul_no_case")
+    ids = ["mul_no_case-fake-cpu-float33-contiguous"]
+    value = ids if argument == "memory_unsafe" else dict.fromkeys(ids, "a bug")
+    with pytest.raises(ValueError, match=rf"{argument}.* name no case of mul_no_case: .*float33"):
+        conformance_tests(spec, **{argument: value})
 
 
 def test_a_packet_with_several_overloads_is_refused_with_their_names():
