@@ -54,7 +54,9 @@ def test_a_packet_with_one_overload_is_its_default(zoo):
     assert spec.name == "mul"
 
 
-@pytest.mark.parametrize("argument", ["known_failures", "nondeterministic_failures", "memory_unsafe"])
+@pytest.mark.parametrize(
+    "argument", ["known_failures", "nondeterministic_failures", "memory_unsafe"]
+)
 def test_an_id_that_names_no_case_is_refused(zoo, argument):
     """A misspelt id would leave its case unmarked without a word."""
     spec = OpSpec(torch.ops.harness_zoo.mul, reference=torch.mul, name="mul_no_case")
