@@ -35,7 +35,7 @@ SIZE_LOG2 = {"cpu": 20, "cuda": 24}
 DTYPES = ("float32", "bfloat16", "float16")
 # Layouts whose inputs are dense in one order: the output keeps that order,
 # and the op should run at copy speed.
-DENSE_PERMUTED = ("contiguous", "transposed", "channels_last")
+DENSE_PERMUTED = ("contiguous", "transposed", "channels_last", "channels_last_3d")
 
 
 def layouts(n_log2: int) -> dict:
@@ -47,11 +47,15 @@ def layouts(n_log2: int) -> dict:
         return torch.randn(*shape, **kw)
 
     cl_shape = (2 ** (n_log2 - 14), 64, 16, 16)  # N, C, H, W
+    cl3d_shape = (2 ** (n_log2 - 14), 32, 8, 8, 8)  # N, C, D, H, W
     return {
         "contiguous": lambda **kw: (rand(r, c, **kw), rand(r, c, **kw)),
         "transposed": lambda **kw: (rand(c, r, **kw).t(), rand(c, r, **kw).t()),
         "channels_last": lambda **kw: tuple(
             rand(*cl_shape, **kw).to(memory_format=torch.channels_last) for _ in range(2)
+        ),
+        "channels_last_3d": lambda **kw: tuple(
+            rand(*cl3d_shape, **kw).to(memory_format=torch.channels_last_3d) for _ in range(2)
         ),
         "broadcast row": lambda **kw: (rand(1, c, **kw).expand(r, c), rand(r, c, **kw)),
         "broadcast column": lambda **kw: (rand(r, c, **kw), rand(r, 1, **kw).expand(r, c)),
