@@ -3,7 +3,7 @@ rename, add an op, build, test.
 
 The copy is renamed as the page shows (package and namespace myproject,
 mymuladd -> fused_scale), gets the page's one-input op mysquare
-(tests/add_an_op.py: five product files), is built for the CPU only
+(tests/add_an_op.py: six product files), is built for the CPU only
 (MYPROJECT_CUDA=0) with the page's build command, and must pass its own
 conformance suite against torch.ops.myproject, and the harness on mysquare.
 `make test-copy` (EXTENSION_CPP_COPY_SUITE=full) runs the copy's whole
@@ -40,6 +40,7 @@ ADDED_OP_FILES = {
     "csrc/elementwise.h",
     "csrc/cpu/ops_cpu.cpp",
     "csrc/autograd.cpp",
+    "myproject/_library.py",
     "myproject/ops.py",
 }
 
@@ -180,7 +181,7 @@ print("cases", len([c for c in cases(specs[0]) if not c.skip_reason]))
 
 @pytest.mark.slow
 def test_added_op_passes_the_harness(renamed_copy, built_copy):
-    """mysquare, added to five product files, passes every check of the
+    """mysquare, added to six product files, passes every check of the
     harness that runs here (results, strides, fake, opcheck, gradcheck,
     compile, export, errors) on every layout and dtype, and every autodiff
     mode."""

@@ -13,7 +13,7 @@ import pytest
 
 from benchmarks import page as bench
 
-# A table as bench_layouts.py prints it (long lines, as in its output).
+# A table as benchmarks/layouts.py prints it (long lines, as in its output).
 LAYOUTS = """# Layout sweep: Some CPU, 2 cores, torch 2.14.1, 2026-01-02
 
 ## Layouts: cpu, 1 thread, 2^20 elements
