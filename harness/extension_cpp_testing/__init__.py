@@ -118,7 +118,7 @@ def conformance_tests(
     params = []
     for case in made:
         marks = []
-        if case.device.startswith("cuda") or case.variant == "device":
+        if case.uses_cuda:
             marks.append(pytest.mark.cuda)
         if case.check == "huge":
             marks.append(pytest.mark.huge)

@@ -60,6 +60,11 @@ class Case:
         return "-".join(parts)
 
     @property
+    def uses_cuda(self) -> bool:
+        """On a CUDA device, or (the bad-input device kind) given a CUDA tensor."""
+        return self.device.startswith("cuda") or self.variant == "device"
+
+    @property
     def skip_reason(self) -> str | None:
         if self.declared_skip:
             return f"declared by the OpSpec: {self.declared_skip}"

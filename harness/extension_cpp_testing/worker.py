@@ -247,7 +247,7 @@ def _run(key, name, case, state) -> tuple:
 
 def _cuda_error(case: Case) -> str | None:
     """The error CUDA raises now in this process, if the case used it."""
-    if not (case.device.startswith("cuda") or case.variant == "device"):
+    if not case.uses_cuda:
         return None
     if not torch.cuda.is_initialized():
         return None
@@ -302,17 +302,13 @@ def run_cases(spec, cases):
     os.fork, or autograd's threads started here, which a child can't use)."""
     cpu: list = []
     for case in cases:
-        if _uses_cuda(case):
+        if case.uses_cuda:
             yield from _run_forked(spec, cpu)
             cpu = []
             yield case, _outcome(spec, case)
         else:
             cpu.append(case)
     yield from _run_forked(spec, cpu)
-
-
-def _uses_cuda(case: Case) -> bool:
-    return case.device.startswith("cuda") or case.variant == "device"
 
 
 def _run_forked(spec, cases):
