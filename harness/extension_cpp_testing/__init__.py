@@ -13,7 +13,9 @@ Each failure names the check, the case and what to fix. The checks and their
 fixes are the table :data:`CHECKS` (checks/, one module per family);
 ``cases(spec)`` lists a spec's cases and ``run_case(spec, case)`` runs one;
 docs/check_your_op.md walks through them. The cases run in a worker process
-(worker.py), so a kernel that crashes fails its case and the run goes on.
+(worker.py), so a kernel that crashes fails its case and the run goes on;
+:func:`call_isolated` runs any other call of a kernel there (what a test
+module computes at import, a reproducer).
 Load the pytest plugin (``pytest_plugins = ["extension_cpp_testing.pytest_plugin"]``
 in your top-level conftest.py, or ``-p extension_cpp_testing.pytest_plugin``)
 for the ``cuda`` and ``huge`` markers and a summary of failures by cause.
@@ -47,7 +49,7 @@ from .layouts import (
 )
 from .spec import OpSpec
 from .suite import cases, run_case
-from .worker import register, run_cases, run_isolated
+from .worker import IsolatedCall, WorkerDied, call_isolated, register, run_cases, run_isolated
 
 __all__ = [
     "CHECKS",
@@ -67,9 +69,12 @@ __all__ = [
     "Case",
     "Check",
     "ConformanceFailure",
+    "IsolatedCall",
     "Layout",
     "OpSpec",
+    "WorkerDied",
     "assert_same_values",
+    "call_isolated",
     "cases",
     "checks",
     "conformance_tests",
@@ -168,12 +173,13 @@ def run_all(spec: OpSpec, checks=None) -> Results:
     failures (a ``Results``, with the accepted cases apart).
 
     Cases that can't run here, and checks in ``OpSpec.skip``, are left out.
-    The CPU cases run in a forked child, on one thread (OpenMP does not
-    survive a fork), so a crashing kernel fails its case and the next child
-    runs the rest. CUDA cases run here, as a forked child can't use CUDA. With
-    EXTENSION_CPP_TESTING_ISOLATE=0, or once autograd's threads have started
-    (a compiled backward starts them), the CPU cases run here too, the latter
-    with a warning.
+    The CPU cases run first, in a forked child, on one thread (OpenMP does
+    not survive a fork), so a crashing kernel fails its case and the next
+    child runs the rest. A case that needs what PyTorch refuses a forked
+    child (CUDA, once this process has initialised it; autograd, once its
+    threads have started here) runs here instead, after a one-line warning
+    that says why. CUDA cases run here, after the CPU ones. With
+    EXTENSION_CPP_TESTING_ISOLATE=0 every case runs here.
     """
     results = Results()
     chosen = [

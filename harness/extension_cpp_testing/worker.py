@@ -19,6 +19,9 @@ its id: conformance.run_check). Where the spec can't be rebuilt
 runs in the parent, as it does with EXTENSION_CPP_TESTING_ISOLATE=0 (to
 debug a case in one process).
 
+call_isolated runs one function of a module in the same worker and returns
+what it did: a value, an exception, or the signal that ended the process.
+
 run_all has no module to rebuild the spec from (a script's specs live in
 its __main__), so run_cases forks: a child process, with the spec already
 in its memory, runs the cases one after another and sends each outcome
@@ -28,6 +31,7 @@ back; after a crash the next child takes the cases left.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import faulthandler
 import importlib
 import json
@@ -102,8 +106,16 @@ class _Worker:
         """("passed" | "failed" | "error" | "unavailable", detail, usable), or
         ("crashed", exit code, False) when the process died running the case;
         usable is False where the case left CUDA unusable in the worker."""
+        return self._ask(("case", key, name, case))
+
+    def call(self, target: tuple[str, str], args: tuple, kwargs: dict):
+        """("returned" | "raised", value or exception, usable), or ("crashed",
+        exit code, False) when the process died in the call."""
+        return self._ask(("call", target, args, kwargs))
+
+    def _ask(self, request: tuple):
         try:
-            pickle.dump((key, name, case, _parent_state()), self.requests)
+            pickle.dump((*request, _parent_state()), self.requests)
             self.requests.flush()
             return pickle.load(self.answers)
         except (EOFError, BrokenPipeError):
@@ -131,21 +143,15 @@ def run_isolated(spec, key: tuple[str, int] | None, case: Case, alone: bool = Fa
     that ended the worker. ``alone``: in a worker of its own, given up after
     the case, for a case whose kernel may write memory it does not own (the
     damage would show in a later case, and be blamed on it)."""
-    global _worker
     __tracebackhide__ = True  # a failure shows its check, case and fix, not our frames
     if key is None or key[0] in _unavailable or not isolated():
         run_case(spec, case)
         return
-    if alone and _worker is not None:
-        _worker.close()
-        _worker = None
-    if _worker is None:
-        _worker = _Worker()
-        atexit.register(_close)
-    outcome, detail, usable = _worker.run(key, spec.name, case)
+    if alone:
+        _retire_worker()
+    outcome, detail, usable = _started_worker().run(key, spec.name, case)
     if not usable or alone:  # the next case starts another worker
-        _worker.close()
-        _worker = None
+        _retire_worker()
     if outcome == "passed":
         return
     if outcome == "failed":
@@ -159,17 +165,17 @@ def run_isolated(spec, key: tuple[str, int] | None, case: Case, alone: bool = Fa
     raise ConformanceFailure(case.check, case.id, _death(detail), _crash_fix(case))
 
 
-def _death(code: int | None) -> str:
+def _death(code: int | None, running: str = "the case") -> str:
     if code is not None and code < 0:
         try:
             name = signal.Signals(-code).name
         except ValueError:
             name = "a signal"
         return (
-            f"the process running the case died of {name} (signal {-code}): the kernel "
+            f"the process running {running} died of {name} (signal {-code}): the kernel "
             "crashed; what it printed is in the captured stderr"
         )
-    return f"the process running the case exited with code {code} without finishing the case"
+    return f"the process running {running} exited with code {code} without finishing"
 
 
 CRASH_FIX = (
@@ -183,15 +189,103 @@ def _crash_fix(case: Case) -> str:
     return CRASH_FIX.replace("<case>", case.id)
 
 
-def _close() -> None:
+def _started_worker() -> _Worker:
+    global _worker
+    if _worker is None:
+        _worker = _Worker()
+    return _worker
+
+
+@atexit.register
+def _retire_worker() -> None:
+    global _worker
     if _worker is not None:
         _worker.close()
+        _worker = None
+
+
+# -- a function in the worker --------------------------------------------------
+
+
+class WorkerDied(RuntimeError):
+    """The process running an isolated call ended before the call returned."""
+
+
+@dataclasses.dataclass
+class IsolatedCall:
+    """What ``fn(*args, **kwargs)`` did in the worker process: returned
+    ``value``, raised ``error``, or ended the process (``error`` is then a
+    WorkerDied naming the signal)."""
+
+    name: str
+    value: object = None
+    error: BaseException | None = None
+
+    @property
+    def crashed(self) -> bool:
+        return isinstance(self.error, WorkerDied)
+
+    def result(self):
+        """The value; raises what the call raised, or WorkerDied."""
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+# (module, qualified name, pickled arguments) -> what the call did, in this
+# process; in the worker, the calls its parent made (sent with each request).
+_calls: dict[tuple, IsolatedCall] = {}
+_in_worker = False
+
+
+def call_isolated(fn, *args, **kwargs) -> IsolatedCall:
+    """Calls fn(*args, **kwargs) in the worker process, so that a kernel that
+    aborts or faults ends that process and not this one; returns what it did
+    (``.result()`` gives its value or raises what it raised). For what a
+    test module computes at import, where a crash would end the collection
+    of every test, and for reproducers of crashes.
+
+    fn must be a module's top-level function; its module must make no
+    isolated call when imported (the worker imports it to find fn). Each
+    call is made once per process: a repeated one, and the worker's
+    re-import of a test module that made it, get the recorded answer.
+    With EXTENSION_CPP_TESTING_ISOLATE=0 it runs here."""
+    target = (fn.__module__, fn.__qualname__)
+    if "<" in fn.__qualname__ or fn.__module__ == "__main__":
+        raise ValueError(f"call_isolated: {fn.__qualname__} is not a module's top-level function")
+    key = (*target, pickle.dumps((args, kwargs)))
+    if key in _calls:
+        return _calls[key]
+    name = f"{fn.__qualname__}()"
+    if _in_worker or not isolated():
+        made = _call_here(name, fn, args, kwargs)
+    else:
+        outcome, detail, usable = _started_worker().call(target, args, kwargs)
+        if not usable:
+            _retire_worker()
+        if outcome == "returned":
+            made = IsolatedCall(name, value=detail)
+        elif outcome == "raised":
+            made = IsolatedCall(name, error=detail)
+        else:
+            made = IsolatedCall(name, error=WorkerDied(_death(detail, running=name)))
+    _calls[key] = made
+    return made
+
+
+def _call_here(name: str, fn, args, kwargs) -> IsolatedCall:
+    try:
+        return IsolatedCall(name, value=fn(*args, **kwargs))
+    except Exception as e:  # noqa: BLE001  (returned to the caller, as from the worker)
+        return IsolatedCall(name, error=e)
 
 
 def _parent_state() -> dict:
     """What a case inherits from the test that runs it: the warning filters,
-    as pytest set them for the test."""
-    return {"filters": [f for f in warnings.filters if _picklable(f)]}
+    as pytest set them for the test, and the isolated calls made so far
+    (a test module the worker imports gets their answers, not a second call)."""
+    calls = {key: made for key, made in _calls.items() if _picklable(made)}
+    return {"filters": [f for f in warnings.filters if _picklable(f)], "calls": calls}
 
 
 def _picklable(x) -> bool:
@@ -208,15 +302,28 @@ def _picklable(x) -> bool:
 def serve(requests_fd: int, answers_fd: int) -> None:
     """The worker's loop: a case in, its outcome out, until the parent closes
     the pipe."""
+    global _in_worker
+    _in_worker = True
     faulthandler.enable()  # a crash prints the Python stack of the case
     requests, answers = os.fdopen(requests_fd, "rb"), os.fdopen(answers_fd, "wb")
     while True:
         try:
-            key, name, case, state = pickle.load(requests)
+            kind, *request, state = pickle.load(requests)
         except EOFError:
             return
+        _calls.update(state["calls"])
+        _set_warning_filters(state["filters"])
+        if kind == "call":
+            outcome, detail = _call(*request)
+            broken = _cuda_error(None)
+            pickle.dump((outcome, detail, broken is None), answers)
+            answers.flush()
+            if broken is not None:
+                return
+            continue
+        key, name, case = request
         try:
-            outcome, detail = _run(key, name, case, state)
+            outcome, detail = _run(key, name, case)
         except BaseException:  # noqa: BLE001  (sent back to the test that asked)
             outcome, detail = "error", traceback.format_exc()
         # A device-side assert or an illegal address leaves CUDA unusable in
@@ -232,12 +339,11 @@ def serve(requests_fd: int, answers_fd: int) -> None:
             return
 
 
-def _run(key, name, case, state) -> tuple:
+def _run(key, name, case) -> tuple:
     try:
         spec = _spec(key, name)
     except _Unavailable as e:
         return "unavailable", str(e)
-    _set_warning_filters(state["filters"])
     try:
         run_case(spec, case)
     except ConformanceFailure as e:
@@ -245,9 +351,25 @@ def _run(key, name, case, state) -> tuple:
     return "passed", None
 
 
-def _cuda_error(case: Case) -> str | None:
-    """The error CUDA raises now in this process, if the case used it."""
-    if not case.uses_cuda:
+def _call(target: tuple[str, str], args: tuple, kwargs: dict) -> tuple:
+    """("returned", value) or ("raised", the exception), as they can travel."""
+    module, qualname = target
+    try:
+        fn = importlib.import_module(module)
+        for part in qualname.split("."):
+            fn = getattr(fn, part)
+        value = fn(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001  (sent back to the caller)
+        return "raised", e if _picklable(e) else RuntimeError(traceback.format_exc())
+    if not _picklable(value):
+        return "raised", TypeError(f"{qualname} returned a {type(value).__name__}: not picklable")
+    return "returned", value
+
+
+def _cuda_error(case: Case | None) -> str | None:
+    """The error CUDA raises now in this process, if the case (or a call,
+    None) used it."""
+    if case is not None and not case.uses_cuda:
         return None
     if not torch.cuda.is_initialized():
         return None
@@ -294,25 +416,40 @@ def _spec(key: tuple[str, int], name: str):
 
 def run_cases(spec, cases):
     """Yields (case, what it raised: None, or a ConformanceFailure) for each
-    case, in order. The CPU cases run in a forked child process: a case that
-    kills the child fails, naming the signal, and a new child runs the rest.
-    The CUDA cases run here, as a forked child can't use CUDA (once this
-    process has touched it, and some of it does so at import); and so do the
-    CPU cases where a fork can't serve (EXTENSION_CPP_TESTING_ISOLATE=0, no
-    os.fork, or autograd's threads started here, which a child can't use)."""
-    cpu: list = []
+    case: the CPU cases first, then the CUDA cases.
+
+    The CPU cases run in a forked child process: a case that kills the child
+    fails, naming the signal, and a new child runs the rest. A case the
+    child can't run because it is a fork (see FORK_LIMITS) is handed back and
+    runs here, after one warning that says why; so do all of them where a
+    fork can't serve at all (EXTENSION_CPP_TESTING_ISOLATE=0, no os.fork, or
+    autograd's threads started here, which a child can't use). The CUDA
+    cases run here: PyTorch gives a forked child no CUDA, and run_all's spec
+    (made in a script, perhaps) can't be rebuilt in a fresh interpreter.
+    They come last, so that their autograd threads don't leave the CPU
+    cases without a fork."""
+    yield from _run_forked(spec, [case for case in cases if not case.uses_cuda])
     for case in cases:
         if case.uses_cuda:
-            yield from _run_forked(spec, cpu)
-            cpu = []
             yield case, _outcome(spec, case)
-        else:
-            cpu.append(case)
-    yield from _run_forked(spec, cpu)
+
+
+# What PyTorch refuses a forked child (its errors' words), and why that
+# matters here: a case that meets one is handed back to the parent.
+FORK_LIMITS = {
+    "Cannot re-initialize CUDA in forked subprocess": (
+        "this process has initialised CUDA, which a forked child can't use, and these cases "
+        "reach it (torch.compile asks about the GPU even for CPU tensors)"
+    ),
+    "autograd's threading in combination with fork-based multiprocessing": (
+        "autograd's threads run in this process, and a forked child can't use autograd"
+    ),
+}
 
 
 def _run_forked(spec, cases):
     pending = list(cases)
+    handed_back: dict[str, list] = {}  # why -> the cases the child could not run
     reason = _no_fork_reason() if pending else None
     while pending and reason is None:
         sys.stdout.flush()
@@ -328,7 +465,7 @@ def _run_forked(spec, cases):
             while pending and reason is None:
                 case = pending[0]
                 try:
-                    failure, broken = pickle.load(answers)
+                    failure, limit, broken = pickle.load(answers)
                 except EOFError:  # the child died running case
                     _, status = os.waitpid(pid, 0)
                     pid = None
@@ -338,24 +475,47 @@ def _run_forked(spec, cases):
                     failure = ConformanceFailure(
                         case.check, case.id, _death(code), _crash_fix(case)
                     )
-                    broken = True
+                    limit, broken = None, True
                 pending.pop(0)
+                if limit is not None:
+                    handed_back.setdefault(limit, []).append(case)
+                    continue
                 yield case, failure
                 if broken:
                     break
         if pid is not None:
             os.waitpid(pid, 0)
-    if pending and isolated():
-        warnings.warn(f"run_all runs the cases in this process: {reason}", stacklevel=3)
-    for case in pending:
-        yield case, _outcome(spec, case)
+    if pending:
+        handed_back.setdefault(reason, []).extend(pending)
+    for why, here in handed_back.items():
+        if isolated():
+            warnings.warn(
+                f"run_all runs {len(here)} of {spec.name}'s cases in this process, where a "
+                f"crashing kernel ends the run: {why}",
+                stacklevel=3,
+            )
+        for case in here:
+            yield case, _outcome(spec, case)
+
+
+def _fork_limit(error: BaseException | None) -> str | None:
+    """Why the child could not run a case (a FORK_LIMITS entry), where the
+    error, or one it comes from, is PyTorch refusing a forked child."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        for words, why in FORK_LIMITS.items():
+            if words in str(error):
+                return f"{why} (torch: {words})"
+        error = error.__cause__ or error.__context__
+    return None
 
 
 def _no_fork_reason() -> str | None:
     if not isolated():
         return "EXTENSION_CPP_TESTING_ISOLATE=0"
     if not hasattr(os, "fork"):
-        return "this platform has no fork, so a crashing kernel ends the run"
+        return "this platform has no fork"
     return None
 
 
@@ -367,10 +527,7 @@ def _autograd_unusable() -> str | None:
     try:
         x.sum().backward()
     except RuntimeError as e:
-        return (
-            "autograd's threads run in this process, and a forked child can't use autograd "
-            f"({str(e).strip().splitlines()[0]}), so a crashing kernel ends the run"
-        )
+        return _fork_limit(e) or str(e)
     return None
 
 
@@ -407,7 +564,8 @@ def _serve_forked(spec, cases, answers) -> None:
             if broken is not None and failure is None:
                 what = f"the case left CUDA unusable in its process: {broken}"
                 failure = ConformanceFailure(case.check, case.id, what, _crash_fix(case))
-            pickle.dump((failure, broken is not None), answers)
+            limit = _fork_limit(failure)
+            pickle.dump((None if limit else failure, limit, broken is not None), answers)
             answers.flush()
             if broken is not None:
                 break
