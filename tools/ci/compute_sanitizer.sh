@@ -44,20 +44,28 @@ declare -A extra=(
   [initcheck]=""
   [synccheck]=""
 )
+# Each tool runs the suite in a process of its own, side by side: a tool
+# slows its process many times over, and the GPU has room for all of them.
+declare -A pid=()
+for tool in $TOOLS; do
+  log="$OUT/$tool.log"
+  echo "==> compute-sanitizer --tool $tool (log: $log)"
+  # shellcheck disable=SC2086  # the tool's extra flags are words on purpose
+  PYTORCH_NO_CUDA_MEMORY_CACHING=1 "$SANITIZER" --tool "$tool" ${extra[$tool]} \
+    --error-exitcode 99 --log-file "$log" \
+    "$PY" -m pytest tests/conformance -m cuda -p no:cacheprovider -q \
+    --ignore-glob='tests/conformance/test_wheel*.py' "$@" >"$OUT/$tool.pytest.txt" 2>&1 &
+  pid[$tool]=$!
+done
 failed=0
 summary=()
 rows=()
 for tool in $TOOLS; do
   log="$OUT/$tool.log"
-  echo "==> compute-sanitizer --tool $tool (log: $log)"
-  set +e
-  # shellcheck disable=SC2086  # the tool's extra flags are words on purpose
-  PYTORCH_NO_CUDA_MEMORY_CACHING=1 "$SANITIZER" --tool "$tool" ${extra[$tool]} \
-    --error-exitcode 99 --log-file "$log" \
-    "$PY" -m pytest tests/conformance -m cuda -p no:cacheprovider -q \
-    --ignore-glob='tests/conformance/test_wheel*.py' "$@" | tee "$OUT/$tool.pytest.txt"
-  status=${PIPESTATUS[0]}
-  set -e
+  status=0
+  wait "${pid[$tool]}" || status=$?
+  echo "==> $tool: pytest's last lines"
+  tail -n 3 "$OUT/$tool.pytest.txt"
   # memcheck, initcheck and synccheck end with "ERROR SUMMARY: N errors",
   # racecheck with "RACECHECK SUMMARY: N hazards displayed (E errors, W
   # warnings)"; a log with neither line counts as one error (the tool did not

@@ -4,26 +4,29 @@
 # with no network: it builds against that torch and installs nothing else.
 # CI has no GPU; this is the run that proves the CUDA code.
 #
-#   make gpu                    # every part
-#   make gpu STEPS=build,cuda,stable,simple,harness,third-party,triton,huge,sanitizer
-#   make gpu STEPS=build,aoti,tutorial,bench      # (the same, in two runs)
+#   make gpu                                      # every part
+#   make gpu STEPS=build,harness,third-party      # some parts
 #
-# Each part runs in turn, its output in $OUT/<part>.log; a failing part does
+# The parts run in three phases: the builds; then every check side by side,
+# in lanes (below), since most of them wait on the GPU, a compiler or a
+# child process for much of their time; then the benchmark, alone on a
+# quiet GPU. Each part's output goes to $OUT/<part>.log; a failing part does
 # not stop the others. It ends with one summary (also $OUT/summary.txt):
-# each part, passed or failed, with its seconds, then what only a GPU checks.
-# The results pages the docs show are written into $OUT/pages/ from what ran
-# (docs/results/README.md says how a page reaches the docs).
+# each part, passed or failed, with its wall and CPU seconds, then what only
+# a GPU checks. The results pages the docs show are written into
+# $OUT/pages/ from what ran (docs/results/README.md says how a page reaches
+# the docs).
 #
 # Why a script and not nox or pytest alone: the parts are builds, pytest runs
 # of other builds (EXTENSION_CPP_BUILD, the simple kernels' install folder),
 # compute-sanitizer and benchmarks, each with its own time limit inside a
-# budget, in the one Python the machine has.
+# budget, side by side, in the one Python the machine has.
 #
 # Variables: PY (python3), STEPS (every part), OUT (build/gpu), BUDGET
 # (seconds for the whole run, 1e9: each part gets at most what is left),
-# WORKERS (pytest-xdist workers, the CPU count), TORCH_CUDA_ARCH_LIST (the
-# GPU's own), EXTENSION_CPP_COMMIT (the commit the tree was copied from, for
-# the pages' stamps, where the tree has no .git).
+# WORKERS (pytest-xdist workers of a lane, half the CPU count),
+# TORCH_CUDA_ARCH_LIST (the GPU's own), EXTENSION_CPP_COMMIT (the commit the
+# tree was copied from, for the pages' stamps, where the tree has no .git).
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 REPO=$(pwd)
@@ -32,12 +35,17 @@ ALL=build,cuda,stable,simple,harness,third-party,triton,huge,aoti,sanitizer,tuto
 STEPS=${STEPS:-$ALL}
 OUT=${OUT:-build/gpu}
 BUDGET=${BUDGET:-1000000000}
-WORKERS=${WORKERS:-$(nproc)}
-export PYTHONUNBUFFERED=1 MAX_JOBS=${MAX_JOBS:-$(nproc)}
-mkdir -p "$OUT/pages"
+CPUS=$(nproc)
+WORKERS=${WORKERS:-$(((CPUS + 1) / 2))}
+export PYTHONUNBUFFERED=1 MAX_JOBS=${MAX_JOBS:-$CPUS}
+# Inductor compiles in this process rather than in a pool of its own: every
+# lane's workers compile at once, and the CPUs are theirs.
+export TORCHINDUCTOR_COMPILE_THREADS=1
+mkdir -p "$OUT/pages" "$OUT/parts"
 OUT=$(cd "$OUT" && pwd)
+rm -f "$OUT"/parts/*
 START=$(date +%s)
-FAILED=0
+PHASE2=0
 : >"$OUT/summary.txt"
 
 for part in ${STEPS//,/ }; do
@@ -47,40 +55,43 @@ wants() { [[ ",$STEPS," == *",$1,"* ]]; }
 say() { echo "$*" | tee -a "$OUT/summary.txt"; }
 
 # part NAME LIMIT_S COMMAND...: runs COMMAND (output in $OUT/NAME.log) for at
-# most the lesser of LIMIT_S and the budget left, and records the outcome.
+# most the lesser of LIMIT_S and the budget left, and records its outcome,
+# wall seconds and CPU seconds (its processes' user and system time) in
+# $OUT/parts/NAME; returns its exit status.
 part() {
   local name=$1 limit=$2
   shift 2
   local left=$((BUDGET - ($(date +%s) - START)))
   ((limit > left)) && limit=$left
   if ((limit <= 0)); then
-    say "$name: FAILED, not run: the budget of $BUDGET s is spent"
-    FAILED=1
+    echo "$name: FAILED, not run: the budget of $BUDGET s is spent" >"$OUT/parts/$name"
     return 1
   fi
   echo "==> $name (at most $limit s): $*"
-  local t0=$EPOCHREALTIME rc
+  local t0=$EPOCHREALTIME rc TIMEFORMAT="%U %S"
   # SIGINT first: pytest, interrupted so, still writes its summary and XML.
-  timeout --signal=INT --kill-after=20 "$limit" "$@" >"$OUT/$name.log" 2>&1
+  { time timeout --signal=INT --kill-after=20 "$limit" "$@" >"$OUT/$name.log" 2>&1; } 2>"$OUT/$name.cpu"
   rc=$?
-  local seconds
+  local seconds cpu last
   seconds=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
-  local last
+  cpu=$(awk '{ printf "%.0f", $1 + $2 }' "$OUT/$name.cpu")
   last=$(grep -E '(passed|failed|error|skipped|xfailed)( |,|$).* in [0-9.]+s' "$OUT/$name.log" | tail -n 1 | tr -d '=' | xargs)
   if ((rc == 0)); then
-    say "$name: passed, $seconds s${last:+ ($last)}"
+    echo "$name: passed, $seconds s, CPU $cpu s${last:+ ($last)}" >"$OUT/parts/$name"
   else
-    ((rc == 124 || rc == 137)) && rc="$rc, out of time"
-    say "$name: FAILED (exit $rc), $seconds s${last:+ ($last)}; the end of $name.log:"
-    tail -n 40 "$OUT/$name.log" | sed 's/^/    /'
-    FAILED=1
+    local why=$rc
+    ((rc == 124 || rc == 137)) && why="$rc, out of time"
+    {
+      echo "$name: FAILED (exit $why), $seconds s, CPU $cpu s${last:+ ($last)}; the end of $name.log:"
+      tail -n 40 "$OUT/$name.log" | sed 's/^/    /'
+    } >"$OUT/parts/$name"
   fi
-  [[ $rc == 0 ]]
+  echo "<== $(head -n 1 "$OUT/parts/$name")"
+  return $rc
 }
 
-# pytest with this run's workers, each taking the next test wherever it is
-# (--dist load: the long files no longer run in one worker), its junit XML
-# kept for the pages.
+# pytest with a lane's workers, each taking the next test wherever it is
+# (--dist load), its junit XML kept for the pages.
 pytest_part() {
   local name=$1 limit=$2
   shift 2
@@ -90,7 +101,7 @@ pytest_part() {
 
 {
   echo "make gpu: parts $STEPS"
-  echo "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1), $(nproc) CPUs"
+  echo "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1), $CPUS CPUs"
   "$PY" -c 'import sys, torch; print(f"Python {sys.version.split()[0]}, torch {torch.__version__} (CUDA {torch.version.cuda})")'
 } | tee -a "$OUT/summary.txt"
 "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else "make gpu: torch sees no CUDA GPU")' || exit 2
@@ -99,7 +110,8 @@ pytest_part() {
 TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-$("$PY" -c 'import torch; print("%d.%d" % torch.cuda.get_device_capability())')}
 export TORCH_CUDA_ARCH_LIST
 
-export PY OUT REPO WORKERS SIMPLE=$REPO/build/simple-install
+export PY OUT REPO SIMPLE=$REPO/build/simple-install
+# -- phase 1: the builds ------------------------------------------------------
 if wants build; then
   # The harness (pure Python), then the three builds side by side: each
   # compiles in its own folder (build/temp-fast, build/temp-simple,
@@ -121,58 +133,87 @@ for ns in (\"extension_cpp\", \"extension_cpp_stable\"):
 print(\"the classic and stable builds load, with their CUDA kernels\")"'
 fi
 
-# The conformance suite's CUDA cases, once per build (tests/conformance,
-# EXTENSION_CPP_BUILD), but those past 2^31 elements (the huge part's).
-# test_aoti.py is the aoti part's; test_wheel.py builds wheels into fresh
-# venvs, which needs the network.
+# -- phase 2: the checks, in lanes side by side --------------------------------
 C=tests/conformance
 NOT_HERE=(--ignore="$C/test_aoti.py" --ignore="$C/test_wheel.py")
 CUDA=(-m "cuda and not huge")
-wants cuda && pytest_part cuda 300 "$C" "${CUDA[@]}" "${NOT_HERE[@]}"
-wants stable && EXTENSION_CPP_BUILD=stable pytest_part stable 300 "$C" "${CUDA[@]}" "${NOT_HERE[@]}"
-# The simple kernels, from their install folder (as make test-simple runs
-# them), so that `import extension_cpp` finds that build.
-if wants simple; then
-  (cd "$SIMPLE" && EXTENSION_CPP_EXPECT_KERNELS=simple pytest_part simple 240 --rootdir "$REPO" \
-    -c "$REPO/pyproject.toml" "$REPO/$C" "${CUDA[@]}" "${NOT_HERE[@]/=/=$REPO/}") || FAILED=1
-fi
+# The tests that exercise the kernels themselves (results, layouts, errors,
+# gradients), as make test runs them on the simple kernels: the stable and
+# simple builds share the classic build's Python front end (fake kernels,
+# autograd, vmap, torch.compile and export), which the cuda part proves.
+KERNEL_TESTS=(test_harness.py test_kernel_paths.py test_layout_rule.py test_correctness.py
+  test_errors.py test_properties.py test_limits.py test_cuda.py test_autograd.py)
+FRONT_END=(-k "not compile and not dynamic and not export")
+
+# The classic build's CUDA cases (every test file but the huge cases, the
+# aoti part's and test_wheel.py, which needs the network), then the stable
+# and the simple builds' kernel tests, the latter from their install folder
+# (as make test-simple runs them), so that `import extension_cpp` finds it.
+lane_builds() {
+  wants cuda && pytest_part cuda 300 "$C" "${CUDA[@]}" "${NOT_HERE[@]}"
+  wants stable && EXTENSION_CPP_BUILD=stable pytest_part stable 240 \
+    "${KERNEL_TESTS[@]/#/$C/}" "${CUDA[@]}" "${FRONT_END[@]}"
+  if wants simple; then
+    (cd "$SIMPLE" && EXTENSION_CPP_EXPECT_KERNELS=simple pytest_part simple 240 --rootdir "$REPO" \
+      -c "$REPO/pyproject.toml" "${KERNEL_TESTS[@]/#/$REPO/$C/}" "${CUDA[@]}" "${FRONT_END[@]}")
+  fi
+}
 # The harness's own tests (the zoo runs each op's CPU and CUDA cases, built
-# with its CUDA file), then the third-party libraries' CUDA cases.
-wants harness && pytest_part harness 240 harness/tests --ignore=harness/tests/third_party \
-  -m "not huge"
-wants third-party && pytest_part third-party 240 harness/tests/third_party -m "cuda and not huge"
-# The Triton side path: the harness on its ops (every check, every layout),
-# and the appendix's Triton tests.
-wants triton && pytest_part triton 240 tests/tutorial/test_triton.py \
-  tests/tutorial/test_tutorial_appendix.py -k triton -m "not huge"
-# Tensors past 2^31 elements (4 GiB and more each), one test at a time: the
-# classic and stable builds', the Triton ops' and the zoo's.
-if wants huge; then
-  # shellcheck disable=SC2016  # expanded by the inner bash, from the exports
-  part huge 240 env EXTENSION_CPP_HUGE=1 bash -c '
-    pytest=("$PY" -m pytest -p no:cacheprovider -q -rfE -m huge)
-    "${pytest[@]}" --junitxml="$OUT/huge.xml" tests/conformance tests/tutorial/test_triton.py harness/tests &&
-      EXTENSION_CPP_BUILD=stable "${pytest[@]}" tests/conformance'
+# with its CUDA file; run_all after CUDA is initialised), the third-party
+# libraries' CUDA cases, then the Triton side path: the harness on its ops
+# (every check, every layout) and the appendix's Triton tests.
+lane_harness() {
+  wants harness && pytest_part harness 240 harness/tests --ignore=harness/tests/third_party \
+    -m "not huge"
+  wants third-party && pytest_part third-party 240 harness/tests/third_party -m "cuda and not huge"
+  wants triton && pytest_part triton 240 tests/tutorial/test_triton.py \
+    tests/tutorial/test_tutorial_appendix.py -k triton -m "not huge"
+}
+# The parts that use few CPUs: tensors past 2^31 elements (4 GiB and more
+# each), one test at a time: the classic and stable builds', the Triton
+# ops' and the zoo's; then compute-sanitizer, memcheck and racecheck side by
+# side, on the cases that take each kernel path (any error reported fails);
+# then AOTInductor: the C++ runner on the exported models, of the C++ ops
+# and of the Triton ops, on the GPU (make test runs the CPU one).
+lane_gpu() {
+  if wants huge; then
+    # shellcheck disable=SC2016  # expanded by the inner bash, from the exports
+    part huge 240 env EXTENSION_CPP_HUGE=1 bash -c '
+      pytest=("$PY" -m pytest -p no:cacheprovider -q -rfE -m huge)
+      "${pytest[@]}" --junitxml="$OUT/huge.xml" tests/conformance tests/tutorial/test_triton.py harness/tests &&
+        EXTENSION_CPP_BUILD=stable "${pytest[@]}" tests/conformance'
+  fi
+  if wants sanitizer; then
+    part sanitizer 300 env PY="$PY" OUT="$OUT/sanitizer" TOOLS="memcheck racecheck" \
+      tools/ci/compute_sanitizer.sh -k each_path
+    cp "$OUT/sanitizer/compute-sanitizer.md" "$OUT/pages/" 2>/dev/null
+  fi
+  wants aoti && WORKERS=4 pytest_part aoti 240 "$C/test_aoti.py" -m cuda
+}
+# The tutorial walk: every checkpoint built and checked, CUDA cells
+# included, the rows side by side.
+lane_tutorial() {
+  if wants tutorial; then
+    MAX_JOBS=4 part tutorial 360 "$PY" -m tools.tutorial.walk --jobs 7
+    cp build/results/tutorial_matrix_gpu.md "$OUT/pages/" 2>/dev/null
+  fi
+}
+PHASE2=$(date +%s)
+{ lane_builds 2>&1 | sed -u "s/^/[builds] /"; } &
+{ lane_harness 2>&1 | sed -u "s/^/[harness] /"; } &
+{ lane_gpu 2>&1 | sed -u "s/^/[gpu] /"; } &
+{ lane_tutorial 2>&1 | sed -u "s/^/[tutorial] /"; } &
+wait
+PHASE2=$(($(date +%s) - PHASE2))
+
+# -- phase 3: the benchmark, alone ---------------------------------------------
+# C++/CUDA against the Triton side path (docs/cpp_or_triton.md), on a quiet
+# GPU, sized for a proof: three contiguous sizes, the layouts at 2^24.
+# Its sections are written as they finish.
+if wants bench; then
+  part bench 240 "$PY" -m benchmarks.triton --out "$OUT/pages/cpp_or_triton.md" \
+    --json "$OUT/cpp_or_triton.json" --log2 16,20,24
 fi
-# AOTInductor: the C++ runner on the exported models, of the C++ ops and of
-# the Triton ops, on the GPU (make test runs the CPU one).
-wants aoti && pytest_part aoti 240 "$C/test_aoti.py" -m cuda
-# compute-sanitizer, memcheck and racecheck, on the cases that take each
-# kernel path (tools/ci/compute_sanitizer.sh: any error reported fails).
-if wants sanitizer; then
-  part sanitizer 300 env PY="$PY" OUT="$OUT/sanitizer" TOOLS="memcheck racecheck" \
-    tools/ci/compute_sanitizer.sh -k each_path
-  cp "$OUT/sanitizer/compute-sanitizer.md" "$OUT/pages/" 2>/dev/null
-fi
-# The tutorial walk: every checkpoint built and checked, CUDA cells included.
-if wants tutorial; then
-  part tutorial 360 "$PY" -m tools.tutorial.walk
-  cp build/results/tutorial_matrix_gpu.md "$OUT/pages/" 2>/dev/null
-fi
-# C++/CUDA against the Triton side path (docs/cpp_or_triton.md), last and
-# alone: a quiet GPU. Its sections are written as they finish.
-wants bench && part bench 360 "$PY" -m benchmarks.triton --out "$OUT/pages/cpp_or_triton.md" \
-  --json "$OUT/cpp_or_triton.json"
 
 # The pages, from the junit XML of each part that ran.
 render() {
@@ -182,9 +223,16 @@ render cuda conformance-gpu.md
 render triton conformance-triton-gpu.md
 
 echo
+FAILED=0
+for part in ${ALL//,/ }; do
+  wants "$part" || continue
+  [[ -f $OUT/parts/$part ]] || echo "$part: FAILED, never finished (its lane ended early)" >"$OUT/parts/$part"
+  tee -a "$OUT/summary.txt" <"$OUT/parts/$part"
+  grep -q "^$part: passed" "$OUT/parts/$part" || FAILED=1
+done
 shopt -s nullglob
 pages=("$OUT"/pages/*.md)
-say "total: $(($(date +%s) - START)) s; pages written: ${pages[*]##*/}"
+say "total: $(($(date +%s) - START)) s, of which the checks side by side $PHASE2 s; pages written: ${pages[*]##*/}"
 cat <<'EOF' | tee -a "$OUT/summary.txt"
 Only a GPU checks (CI, without one, skips them): the CUDA kernels of the
 classic, stable and simple builds (every conformance check on cuda, with

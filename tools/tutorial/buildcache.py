@@ -30,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import threading
 import time
 from pathlib import Path
 
@@ -76,6 +77,17 @@ def source_key(checkpoint: Path, env: dict[str, str] | None = None) -> str:
     return h.hexdigest()[:20]
 
 
+# One lock per cache entry: the walk builds checkpoints side by side, and
+# steps 2-5 share an entry, which one of them builds while the others wait.
+_entry_locks: dict[Path, threading.Lock] = {}
+_locks_lock = threading.Lock()
+
+
+def entry_lock(entry: Path) -> threading.Lock:
+    with _locks_lock:
+        return _entry_locks.setdefault(entry, threading.Lock())
+
+
 def built_libraries(checkpoint: Path) -> list[str]:
     return glob.glob(str(checkpoint / "extension_cpp" / "_C*.so"))
 
@@ -84,6 +96,11 @@ def build(checkpoint: Path, log=None) -> tuple[float, bool]:
     """Makes checkpoint/extension_cpp/_C*.so current. Returns (seconds, reused from the cache)."""
     start = time.perf_counter()
     entry = CACHE / source_key(checkpoint)
+    with entry_lock(entry):
+        return _build(checkpoint, entry, start, log)
+
+
+def _build(checkpoint: Path, entry: Path, start: float, log) -> tuple[float, bool]:
     for old in built_libraries(checkpoint):
         os.remove(old)
     if not (entry / "done").exists():
@@ -129,6 +146,11 @@ def build_cpu_only(checkpoint: Path) -> Path:
     torch's CUDA libraries, which that torch does not have, whatever the ABI."""
     env = {**build_env(), "EXTENSION_CPP_CUDA": "0"}
     entry = CACHE / f"cpu-only-{source_key(checkpoint, env)}"
+    with entry_lock(entry):
+        return _build_cpu_only(checkpoint, env, entry)
+
+
+def _build_cpu_only(checkpoint: Path, env: dict, entry: Path) -> Path:
     copy = CACHE / "cpu-only" / checkpoint.name
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(
@@ -168,6 +190,11 @@ def other_torch_python() -> tuple[str | None, str]:
     """(A Python whose torch is OTHER_TORCH, or None; why not). The venv is
     made once (about a minute where the wheel is on disk) and kept under
     .build-cache/."""
+    with entry_lock(CACHE / "other-torch"):
+        return _other_torch_python()
+
+
+def _other_torch_python() -> tuple[str | None, str]:
     venv = CACHE / ("other-" + "".join(c if c.isalnum() else "_" for c in OTHER_TORCH))
     python = venv / "bin" / "python"
     if (venv / "done").exists():
@@ -194,6 +221,40 @@ def other_torch_has_cuda(python: str) -> bool:
         out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
         answer.write_text(out.stdout.strip() + "\n")
     return answer.read_text().strip() == "True"
+
+
+def checks_key(package_dir: Path | None) -> str:
+    """What a run of checks.py on package_dir depends on: checks.py, the
+    torch, whether a GPU is there, and every file of the checkpoint (or of
+    the installed reference package, its library included) but build
+    outputs. The walk records it with each report; the tutorial's tests
+    reuse a report only where it matches (walk.py's --save)."""
+    import importlib.util
+
+    import torch
+
+    h = hashlib.sha256()
+    for setting in (torch.__version__, torch.cuda.is_available(), OTHER_TORCH, sys.executable):
+        h.update(f"{setting}\n".encode())
+    h.update(CHECKS.read_bytes())
+    if package_dir is None:
+        spec = importlib.util.find_spec("extension_cpp")
+        folder = Path(next(iter(spec.submodule_search_locations)))
+        files = sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    else:
+        folder = package_dir
+        skip = {"build", "__pycache__"}
+        files = sorted(
+            p
+            for p in folder.rglob("*")
+            if p.is_file()
+            and not skip & set(p.relative_to(folder).parts)
+            and not p.name.endswith(".egg-info")
+            and ".egg-info" not in str(p.relative_to(folder))
+        )
+    for path in files:
+        h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:20]
 
 
 def run_checks(package_dir: Path | None, timeout: float = 900) -> dict:

@@ -9,6 +9,14 @@ makes the walk exit 1. CUDA cells are "skip (no GPU)" on a machine without
 one. The matrix is also written to build/results/tutorial_matrix.{json,md}
 (tutorial_matrix_gpu.{json,md} where a GPU ran the CUDA checks), outside the
 tracked tree; docs/results/README.md says how a table reaches the docs.
+
+The rows are built and checked side by side (--jobs, by default half the
+CPUs, at least 2: a row spends much of its time waiting on a compiler or a
+child process); each row is printed as it finishes, and the matrix in order
+at the end. The checks' raw reports, each with what it was made from
+(buildcache.checks_key), go to build/results/tutorial_checks.json, where
+tests/tutorial/test_tutorial.py takes them instead of running the same
+checks again (make tutorial runs both).
 """
 
 from __future__ import annotations
@@ -18,12 +26,14 @@ import json
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from tools.docs import render_results
 from tools.tutorial import buildcache, matrix
 from tools.tutorial.matrix import PASS, Fail
 
 RESULTS = buildcache.REPO / "build" / "results"
+CHECKS_REPORT = RESULTS / "tutorial_checks.json"
 SYMBOL = {"pass": "✓", "fail": "✗", "skip": "-"}
 
 
@@ -96,9 +106,26 @@ def write_results(report: dict) -> str:
     return name
 
 
+def walk_row(stage: str, path) -> tuple[dict, str]:
+    """Builds the row's checkpoint (None: the reference package) and runs its
+    checks: (checks.py's report, a line saying how long each took)."""
+    said = []
+    if path is not None:
+        seconds, cached = buildcache.build(path)
+        said.append(f"{'reused a cached build' if cached else 'built'} in {seconds:.1f}s")
+    t0 = time.perf_counter()
+    result = buildcache.run_checks(path)
+    said.append(f"{len(matrix.CHECKS)} checks in {time.perf_counter() - t0:.1f}s")
+    result["sources"] = buildcache.checks_key(path)
+    return result, ", ".join(said)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-reference", action="store_true", help="skip the reference row")
+    parser.add_argument(
+        "--jobs", type=int, default=max(2, (os.cpu_count() or 2) // 2), help="rows at a time"
+    )
     args = parser.parse_args()
 
     import torch
@@ -117,31 +144,32 @@ def main() -> int:
     rows = [(stage, buildcache.TUTORIAL / stage) for stage in matrix.STAGES]
     if not args.no_reference:
         rows.append((matrix.REFERENCE, None))
-    failures = 0
+    buildcache.other_torch_python()  # made once, before the rows ask for it
+    print(f"building and checking {len(rows)} rows, {args.jobs} at a time", flush=True)
     start = time.perf_counter()
-    for i, (stage, path) in enumerate(rows, 1):
-        tag = f"[{i}/{len(rows)}] {stage}"
-        if path is not None:
-            print(f"{tag}: building ...", end=" ", flush=True)
-            seconds, cached = buildcache.build(path)
-            print(f"{'reused a cached build' if cached else 'built'} in {seconds:.1f}s", flush=True)
-        print(f"{tag}: running {len(matrix.CHECKS)} checks ...", end=" ", flush=True)
-        t0 = time.perf_counter()
-        result = buildcache.run_checks(path)
-        print(f"{time.perf_counter() - t0:.1f}s", flush=True)
-        cells = {key: judge(stage, key, result["checks"][key]) for key in matrix.CHECK_KEYS}
-        report["stages"][stage] = cells
-        failures += sum(cell["as_expected"] is False for cell in cells.values())
-        print_header(width)
-        print_row(stage, cells, width)
-        print(flush=True)
+    raw, cells_of = {}, {}
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        running = {pool.submit(walk_row, stage, path): stage for stage, path in rows}
+        for done, future in enumerate(as_completed(running), 1):
+            stage = running[future]
+            raw[stage], said = future.result()
+            cells = {key: judge(stage, key, raw[stage]["checks"][key]) for key in matrix.CHECK_KEYS}
+            cells_of[stage] = cells
+            print(f"[{done}/{len(rows)}] {stage}: {said}", flush=True)
+            print_header(width)
+            print_row(stage, cells, width)
+            print(flush=True)
+    report["stages"] = {stage: cells_of[stage] for stage, _ in rows}
+    every_cell = [cell for cells in report["stages"].values() for cell in cells.values()]
+    failures = sum(cell["as_expected"] is False for cell in every_cell)
 
     print("The matrix (✓ pass, ✗ fails as declared, - skipped, ! not as declared):")
     print_header(width)
     for stage, cells in report["stages"].items():
         print_row(stage, cells, width)
     name = write_results(report)
-    print(f"\nwrote {RESULTS / name}.json and .md")
+    CHECKS_REPORT.write_text(json.dumps(raw, indent=1) + "\n")
+    print(f"\nwrote {RESULTS / name}.json and .md, and {CHECKS_REPORT.name}")
     print(f"{time.perf_counter() - start:.0f}s in all; ", end="")
     if failures:
         print(f"{failures} cell(s) not as declared in tools/tutorial/matrix.py")
