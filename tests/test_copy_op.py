@@ -136,9 +136,11 @@ def test_renamed_copy_builds_and_passes_its_conformance_suite(renamed_copy, buil
         "the copy must build the fast kernels, as this one does"
     )
 
-    select = ["tests/conformance"] if FULL else ["-k", SELECT, *SUITE]
+    # The whole suite on make test's workers (pytest-xdist), a file to each.
+    workers = ["-n", os.environ.get("TEST_WORKERS", "2"), "--dist", "loadfile"]
+    select = ["tests/conformance", *workers] if FULL else ["-k", SELECT, *SUITE]
     suite = subprocess.run(
-        [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", *select],
+        [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", *select],
         cwd=renamed_copy,
         env=env,
         capture_output=True,
@@ -152,7 +154,7 @@ def test_renamed_copy_builds_and_passes_its_conformance_suite(renamed_copy, buil
         "test_fused_scale[fused_scale-compile-",
         "test_compile_fullgraph_matches_eager[",
     ):
-        assert re.search(rf"{re.escape(test)}[^\]]*\] PASSED", suite.stdout), test
+        assert re.search(rf"^PASSED \S+::{re.escape(test)}[^\]]*\]", suite.stdout, re.M), test
     passed = int(re.search(r"(\d+) passed", suite.stdout).group(1))
     assert passed >= 100, suite.stdout[-2000:]
 

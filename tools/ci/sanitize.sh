@@ -73,7 +73,7 @@ LD_PRELOAD=$preload \
   --rootdir "$REPO" -c "$REPO/pyproject.toml" -m "not cuda" \
   --ignore-glob="$REPO/tests/conformance/test_wheel*.py" \
   --ignore-glob="$REPO/tests/conformance/test_aoti.py" \
-  -q "$@"
+  -n "${TEST_WORKERS:-2}" --dist loadfile -q "$@"
 status=$?
 set -e
 reports=$(find "$OUT/reports" -type f | wc -l)
