@@ -7,6 +7,7 @@ Nothing here calls an op when imported: the harness's worker imports this
 module to run these functions (extension_cpp_testing.call_isolated).
 """
 
+import pytest
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
@@ -63,3 +64,12 @@ def reproduces_in_isolation(reproducer, shows: bool) -> None:
     elif not isinstance(made.error, AssertionError):
         got = repr(made.error) if made.error is not None else "no failure"
         raise AssertionError(f"{reproducer.__name__}: expected its assert to fail, got {got}")
+
+
+def reproducers(findings) -> list:
+    """A findings module's reproducers as test parameters, those that need
+    a GPU (its NEEDS_CUDA) marked cuda, so that make gpu runs them."""
+    needs_cuda = getattr(findings, "NEEDS_CUDA", ())
+    return [
+        pytest.param(f, marks=pytest.mark.cuda) if f in needs_cuda else f for f in findings.FINDINGS
+    ]

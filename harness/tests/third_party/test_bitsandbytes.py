@@ -21,7 +21,7 @@ from extension_cpp_testing import MODES, call_isolated, cases, conformance_tests
 
 from . import bitsandbytes_findings as findings  # noqa: E402
 from .bitsandbytes_specs import SPECS  # noqa: E402
-from .findings_helpers import opcheck_compares_strides, reproduces_in_isolation  # noqa: E402
+from .findings_helpers import opcheck_compares_strides, reproducers, reproduces_in_isolation  # noqa: E402
 
 PAGE = "docs/what_the_harness_found.md"
 FLOATS = ("float16", "bfloat16", "float32")
@@ -360,10 +360,10 @@ def test_what_collection_asked_the_kernels():
 # The warning that comes with the zero derivatives (torch's autograd
 # fallback): the finding is that there is no error.
 @pytest.mark.filterwarnings("ignore:.*an autograd kernel was not registered:UserWarning")
-@pytest.mark.parametrize("reproducer", findings.FINDINGS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("reproducer", reproducers(findings), ids=lambda f: f.__name__)
 def test_each_finding_reproduces_without_the_harness(reproducer):
     """Each reproducer's assert fails where this machine shows the bug (run
     in the harness's worker: on some CPUs a bitsandbytes kernel aborts)."""
     if reproducer in findings.NEEDS_CUDA and not torch.cuda.is_available():
-        pytest.skip("needs a CUDA GPU")
+        pytest.skip("needs a CUDA GPU")  # (marked cuda: make gpu runs it)
     reproduces_in_isolation(reproducer, findings.reproduces(reproducer))

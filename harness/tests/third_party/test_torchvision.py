@@ -26,7 +26,7 @@ if not torchvision.extension._has_ops():
 from extension_cpp_testing import FORWARD_MODES, conformance_tests  # noqa: E402
 
 from . import torchvision_findings as findings  # noqa: E402
-from .findings_helpers import reproduces_in_isolation  # noqa: E402
+from .findings_helpers import reproducers, reproduces_in_isolation  # noqa: E402
 from .torchvision_specs import SPECS  # noqa: E402
 
 # torchvision's nms meta kernel calls a deprecated name for
@@ -129,10 +129,10 @@ test_nms = _tests("nms")
 test_deform_conv2d = _tests("deform_conv2d")
 
 
-@pytest.mark.parametrize("reproducer", findings.FINDINGS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("reproducer", reproducers(findings), ids=lambda f: f.__name__)
 def test_each_finding_reproduces_without_the_harness(reproducer):
     """Each reproducer's assert fails, up to the torchvision release that
     fixed it (run in the harness's worker, as every kernel call of a test)."""
     if reproducer in findings.NEEDS_CUDA and not torch.cuda.is_available():
-        pytest.skip("needs a CUDA GPU")
+        pytest.skip("needs a CUDA GPU")  # (marked cuda: make gpu runs it)
     reproduces_in_isolation(reproducer, findings.reproduces(reproducer))
