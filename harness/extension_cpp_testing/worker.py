@@ -455,7 +455,13 @@ def _run_forked(spec, cases):
         sys.stdout.flush()
         sys.stderr.flush()
         read, write = os.pipe()
-        pid = os.fork()
+        with warnings.catch_warnings():
+            # Python 3.12 on warns that a fork of a process with threads
+            # (CUDA's, OpenMP's) may deadlock in the child; this child runs
+            # the cases on one thread and ends with os._exit.
+            threads = r"This process .* is multi-threaded"
+            warnings.filterwarnings("ignore", threads, DeprecationWarning)
+            pid = os.fork()
         if pid == 0:  # the child: never returns
             os.close(read)
             _serve_forked(spec, pending, os.fdopen(write, "wb"))

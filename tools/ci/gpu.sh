@@ -24,7 +24,7 @@
 #
 # Variables: PY (python3), STEPS (every part), OUT (build/gpu), BUDGET
 # (seconds for the whole run, 1e9: each part gets at most what is left),
-# WORKERS (pytest-xdist workers of a lane, half the CPU count),
+# WORKERS (pytest-xdist workers of a part: each lane sets its own),
 # TORCH_CUDA_ARCH_LIST (the GPU's own), EXTENSION_CPP_COMMIT (the commit the
 # tree was copied from, for the pages' stamps, where the tree has no .git).
 set -u
@@ -36,7 +36,7 @@ STEPS=${STEPS:-$ALL}
 OUT=${OUT:-build/gpu}
 BUDGET=${BUDGET:-1000000000}
 CPUS=$(nproc)
-WORKERS=${WORKERS:-$(((CPUS + 1) / 2))}
+WORKERS=${WORKERS:-$CPUS}
 export PYTHONUNBUFFERED=1 MAX_JOBS=${MAX_JOBS:-$CPUS}
 # Inductor compiles in this process rather than in a pool of its own: every
 # lane's workers compile at once, and the CPUs are theirs.
@@ -123,8 +123,11 @@ if wants build; then
     "${pip[@]}" -e . >"$OUT/build-classic.log" 2>&1 & classic=$!
     EXTENSION_CPP_KERNELS=simple "${pip[@]}" --upgrade --target "$SIMPLE" . >"$OUT/build-simple.log" 2>&1 & simple=$!
     "${pip[@]}" -e stable/ >"$OUT/build-stable.log" 2>&1 & stable=$!
+    # The harness zoo (harness/tests/harness_zoo), which every zoo test loads.
+    PYTHONPATH=harness/tests${PYTHONPATH:+:$PYTHONPATH} "$PY" -c "from harness_zoo import zoo; zoo.load()" \
+      >"$OUT/build-zoo.log" 2>&1 & zoo=$!
     failed=0
-    for build in classic simple stable; do
+    for build in classic simple stable zoo; do
       wait "${!build}" || { echo "the $build build failed:"; tail -n 30 "$OUT/build-$build.log"; failed=1; }
     done
     ((failed == 0)) && "$PY" -c "import extension_cpp, extension_cpp_stable, torch
@@ -134,48 +137,51 @@ print(\"the classic and stable builds load, with their CUDA kernels\")"'
 fi
 
 # -- phase 2: the checks, in lanes side by side --------------------------------
+# Seven lanes, each a few parts in turn, sized so that they end together:
+# the CPUs are the limit (the parts' CPU seconds, in the summary, add up to
+# about 16 CPUs busy for the whole phase).
 C=tests/conformance
 NOT_HERE=(--ignore="$C/test_aoti.py" --ignore="$C/test_wheel.py")
 CUDA=(-m "cuda and not huge")
 # The tests that exercise the kernels themselves (results, layouts, errors,
-# gradients), as make test runs them on the simple kernels: the stable and
-# simple builds share the classic build's Python front end (fake kernels,
-# autograd, vmap, torch.compile and export), which the cuda part proves.
+# gradients, streams and graphs), for the stable and simple builds: they
+# share the classic build's Python front end (fake kernels, opcheck,
+# autodiff modes, vmap, torch.compile and export), which the cuda part
+# proves on the GPU and make test on the CPU for each build.
 KERNEL_TESTS=(test_harness.py test_kernel_paths.py test_layout_rule.py test_correctness.py
   test_errors.py test_properties.py test_limits.py test_cuda.py test_autograd.py)
-FRONT_END=(-k "not compile and not dynamic and not export")
+FRONT_END=(-k "not compile and not dynamic and not export and not fake and not opcheck and not autodiff and not vmap and not gradgradcheck")
 
 # The classic build's CUDA cases (every test file but the huge cases, the
 # aoti part's and test_wheel.py, which needs the network), then the stable
 # and the simple builds' kernel tests, the latter from their install folder
 # (as make test-simple runs them), so that `import extension_cpp` finds it.
 lane_builds() {
-  wants cuda && pytest_part cuda 300 "$C" "${CUDA[@]}" "${NOT_HERE[@]}"
-  wants stable && EXTENSION_CPP_BUILD=stable pytest_part stable 240 \
+  wants cuda && WORKERS=5 pytest_part cuda 300 "$C" "${CUDA[@]}" "${NOT_HERE[@]}"
+  wants stable && EXTENSION_CPP_BUILD=stable WORKERS=5 pytest_part stable 240 \
     "${KERNEL_TESTS[@]/#/$C/}" "${CUDA[@]}" "${FRONT_END[@]}"
   if wants simple; then
-    (cd "$SIMPLE" && EXTENSION_CPP_EXPECT_KERNELS=simple pytest_part simple 240 --rootdir "$REPO" \
-      -c "$REPO/pyproject.toml" "${KERNEL_TESTS[@]/#/$REPO/$C/}" "${CUDA[@]}" "${FRONT_END[@]}")
+    (cd "$SIMPLE" && EXTENSION_CPP_EXPECT_KERNELS=simple WORKERS=5 pytest_part simple 240 \
+      --rootdir "$REPO" -c "$REPO/pyproject.toml" "${KERNEL_TESTS[@]/#/$REPO/$C/}" "${CUDA[@]}" \
+      "${FRONT_END[@]}")
   fi
 }
-# The harness's own tests (the zoo runs each op's CPU and CUDA cases, built
-# with its CUDA file; run_all after CUDA is initialised), the third-party
-# libraries' CUDA cases, then the Triton side path: the harness on its ops
-# (every check, every layout) and the appendix's Triton tests.
+# The harness's own tests: the zoo runs each op's CPU and CUDA cases, and
+# run_all after CUDA is initialised.
 lane_harness() {
-  wants harness && pytest_part harness 240 harness/tests --ignore=harness/tests/third_party \
-    -m "not huge"
-  wants third-party && pytest_part third-party 240 harness/tests/third_party -m "cuda and not huge"
-  wants triton && pytest_part triton 240 tests/tutorial/test_triton.py \
-    tests/tutorial/test_tutorial_appendix.py -k triton -m "not huge"
+  wants harness && WORKERS=5 pytest_part harness 360 harness/tests \
+    --ignore=harness/tests/third_party -m "not huge"
 }
-# The parts that use few CPUs: tensors past 2^31 elements (4 GiB and more
-# each), one test at a time: the classic and stable builds', the Triton
-# ops' and the zoo's; then compute-sanitizer, memcheck and racecheck side by
-# side, on the cases that take each kernel path (any error reported fails);
-# then AOTInductor: the C++ runner on the exported models, of the C++ ops
-# and of the Triton ops, on the GPU (make test runs the CPU one).
-lane_gpu() {
+# The third-party libraries' CUDA cases and their reproducers.
+lane_third_party() {
+  wants third-party && WORKERS=4 pytest_part third-party 360 harness/tests/third_party \
+    -m "cuda and not huge"
+}
+# Tensors past 2^31 elements (4 GiB and more each), one test at a time: the
+# classic and stable builds', the Triton ops' and the zoo's; then the Triton
+# side path: the harness on its ops (every check, every layout) and the
+# appendix's Triton tests.
+lane_triton() {
   if wants huge; then
     # shellcheck disable=SC2016  # expanded by the inner bash, from the exports
     part huge 240 env EXTENSION_CPP_HUGE=1 bash -c '
@@ -183,12 +189,22 @@ lane_gpu() {
       "${pytest[@]}" --junitxml="$OUT/huge.xml" tests/conformance tests/tutorial/test_triton.py harness/tests &&
         EXTENSION_CPP_BUILD=stable "${pytest[@]}" tests/conformance'
   fi
+  wants triton && WORKERS=3 pytest_part triton 240 tests/tutorial/test_triton.py \
+    tests/tutorial/test_tutorial_appendix.py -k triton -m "not huge"
+}
+# compute-sanitizer, memcheck and racecheck side by side, on the cases that
+# take each kernel path (any error reported fails).
+lane_sanitizer() {
   if wants sanitizer; then
     part sanitizer 300 env PY="$PY" OUT="$OUT/sanitizer" TOOLS="memcheck racecheck" \
       tools/ci/compute_sanitizer.sh -k each_path
     cp "$OUT/sanitizer/compute-sanitizer.md" "$OUT/pages/" 2>/dev/null
   fi
-  wants aoti && WORKERS=4 pytest_part aoti 240 "$C/test_aoti.py" -m cuda
+}
+# AOTInductor: the C++ runner on the exported models, of the C++ ops and of
+# the Triton ops, on the GPU (make test runs the CPU one).
+lane_aoti() {
+  wants aoti && WORKERS=2 pytest_part aoti 300 "$C/test_aoti.py" -m cuda
 }
 # The tutorial walk: every checkpoint built and checked, CUDA cells
 # included, the rows side by side.
@@ -201,17 +217,22 @@ lane_tutorial() {
 PHASE2=$(date +%s)
 { lane_builds 2>&1 | sed -u "s/^/[builds] /"; } &
 { lane_harness 2>&1 | sed -u "s/^/[harness] /"; } &
-{ lane_gpu 2>&1 | sed -u "s/^/[gpu] /"; } &
+{ lane_third_party 2>&1 | sed -u "s/^/[third-party] /"; } &
+{ lane_triton 2>&1 | sed -u "s/^/[triton] /"; } &
+{ lane_sanitizer 2>&1 | sed -u "s/^/[sanitizer] /"; } &
+{ lane_aoti 2>&1 | sed -u "s/^/[aoti] /"; } &
 { lane_tutorial 2>&1 | sed -u "s/^/[tutorial] /"; } &
 wait
 PHASE2=$(($(date +%s) - PHASE2))
 
 # -- phase 3: the benchmark, alone ---------------------------------------------
 # C++/CUDA against the Triton side path (docs/cpp_or_triton.md), on a quiet
-# GPU, sized for a proof: three contiguous sizes, the layouts at 2^24.
+# GPU, sized for a proof: three contiguous sizes, the layouts at 2^24. The
+# Triton package is imported from its folder, as the tests do.
 # Its sections are written as they finish.
 if wants bench; then
-  part bench 240 "$PY" -m benchmarks.triton --out "$OUT/pages/cpp_or_triton.md" \
+  PYTHONPATH=tutorial/appendix/triton${PYTHONPATH:+:$PYTHONPATH} part bench 240 \
+    "$PY" -m benchmarks.triton --out "$OUT/pages/cpp_or_triton.md" \
     --json "$OUT/cpp_or_triton.json" --log2 16,20,24
 fi
 

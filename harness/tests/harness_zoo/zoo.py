@@ -15,6 +15,7 @@ standalone harness's tests run it too.
 from __future__ import annotations
 
 import functools
+import os
 import re
 from pathlib import Path
 
@@ -483,6 +484,10 @@ def load() -> dict[str, OpSpec]:
         name=NAME + ("_cuda" if len(sources) > 1 else ""),
         sources=[str(s) for s in sources],
         extra_cflags=["-O2"],
+        # For this machine's GPU, as nvcc finds it: without an architecture,
+        # torch would ask the GPU, which initialises CUDA in this process (and
+        # then run_all's forked child could not compile).
+        extra_cuda_cflags=[] if os.environ.get("TORCH_CUDA_ARCH_LIST") else ["-arch=native"],
         # As setup.py: a static C++ runtime, where the toolchain links one in,
         # stays private (docs/troubleshooting.md).
         extra_ldflags=["-Wl,--exclude-libs,ALL"],
