@@ -37,29 +37,60 @@ $(STAMP): requirements/dev.txt requirements/torch.txt requirements/test.txt
 	$(PY) -m pip install --progress-bar off -r requirements/torch.txt -r requirements/dev.txt
 	touch $@
 
+# make build reinstalls only what changed (make tutorial and make test-copy
+# start with it): each library is remade when a file it is built from is
+# newer than it, which are csrc/ (stable/csrc includes it), the build
+# scripts, the package's Python (stable/setup.py copies some of it in) and
+# the CUDA architectures (a file per list under build/cuda-archs/).
+BUILD_INPUTS := $(shell find csrc stable/csrc -type f) setup.py build_options.py pyproject.toml \
+	stable/setup.py stable/pyproject.toml $(filter-out %/_build_info.py,$(wildcard extension_cpp/*.py))
+space := $(subst ,, )
+ARCHS := build/cuda-archs/$(subst ;,_,$(subst $(space),_,$(strip $(TEST_CUDA_ARCHS))))
+LIBRARY := extension_cpp/_C.abi3.so
+STABLE_LIBRARY := stable/extension_cpp_stable/_C.abi3.so
+HARNESS := $(VENV)/.harness-installed
+
+build: $(LIBRARY) $(STABLE_LIBRARY)
+
 # The harness (harness/, extension-cpp-testing) is pure Python: installed
 # editable, so both packages' `testing` modules re-export this tree's copy.
-build: setup
+$(HARNESS): $(STAMP) harness/pyproject.toml
 	@echo "==> installing the harness, extension-cpp-testing (harness/)"
 	$(PY) -m pip install --no-build-isolation --no-deps -e harness/ -q
+	touch $@
+
+$(ARCHS):
+	rm -rf build/cuda-archs
+	mkdir -p build/cuda-archs
+	touch $@
+
+$(LIBRARY): $(HARNESS) $(BUILD_INPUTS) $(ARCHS)
 	@echo "==> building extension_cpp (CUDA archs: $(TEST_CUDA_ARCHS))"
 	TORCH_CUDA_ARCH_LIST="$(TEST_CUDA_ARCHS)" MAX_JOBS=$${MAX_JOBS:-2} \
 		$(PY) -m pip install --no-build-isolation --no-deps -e . -q
 	$(PY) -c "import extension_cpp, torch; print('extension_cpp loaded; CUDA kernels:', torch._C._dispatch_has_kernel_for_dispatch_key('extension_cpp::mymul', 'CUDA'))"
+	touch $@
+
+$(STABLE_LIBRARY): $(HARNESS) $(BUILD_INPUTS) $(ARCHS)
 	@echo "==> building extension_cpp_stable, the stable-ABI build (stable/)"
 	TORCH_CUDA_ARCH_LIST="$(TEST_CUDA_ARCHS)" MAX_JOBS=$${MAX_JOBS:-2} \
 		$(PY) -m pip install --no-build-isolation --no-deps -e stable/ -q
 	$(PY) -c "import extension_cpp_stable, torch; print('extension_cpp_stable loaded; CUDA kernels:', torch._C._dispatch_has_kernel_for_dispatch_key('extension_cpp_stable::mymul', 'CUDA'))"
+	touch $@
 
 # The simple kernels alone (EXTENSION_CPP_KERNELS=simple: csrc/cpu/ and
 # csrc/cuda/ without csrc/fast/), the code people read and copy, installed
 # into build/simple-install beside the editable fast build; test-simple runs
 # the conformance suite on it, so it can never rot.
 SIMPLE := build/simple-install
-build-simple: setup
+SIMPLE_LIBRARY := $(SIMPLE)/extension_cpp/_C.abi3.so
+build-simple: $(SIMPLE_LIBRARY)
+
+$(SIMPLE_LIBRARY): $(STAMP) $(BUILD_INPUTS) $(ARCHS)
 	@echo "==> building extension_cpp with the simple kernels into $(SIMPLE)"
 	EXTENSION_CPP_KERNELS=simple TORCH_CUDA_ARCH_LIST="$(TEST_CUDA_ARCHS)" MAX_JOBS=$${MAX_JOBS:-2} \
 		$(PY) -m pip install --no-build-isolation --no-deps --upgrade -q --target $(SIMPLE) .
+	touch $@
 
 # The conformance suite from inside $(SIMPLE), so that `import extension_cpp`
 # finds that build before the source tree's; not the tests that build
