@@ -259,10 +259,20 @@ wheel: setup
 # frees it), which is why make test does not run it. The
 # page, build/results/compatibility.{md,json}, is rendered from the cells'
 # JUnit files even when a cell fails. `nox -s matrix-oldest-3.9` runs one cell.
+# The cells run MATRIX_JOBS at a time, each a nox session of its own with its
+# output in build/results/matrix/<cell>.log (nox runs the sessions of one
+# call in turn; xargs -P runs several calls), sharing uv's download cache.
+MATRIX_JOBS ?= $(shell nproc)
+CELLS := oldest newest stable harness
 matrix: wheel
 	rm -rf build/results/matrix
+	mkdir -p build/results/matrix
 	$(NOX) -s wheel-oldest wheel-stable
-	$(NOX) -t oldest newest stable harness; status=$$?; \
+	@echo "==> make matrix: the cells of $(CELLS), $(MATRIX_JOBS) at a time"
+	$(NOX) -l -t $(CELLS) --json | $(PY) -c 'import json, sys; print(*(s["session"] for s in json.load(sys.stdin)), sep="\n")' \
+		| xargs -P $(MATRIX_JOBS) -I{} sh -c 'start=$$(date +%s); $(NOX) -s "{}" >"build/results/matrix/{}.log" 2>&1; \
+			s=$$?; echo "{}: $$( [ $$s = 0 ] && echo passed || echo FAILED), $$(($$(date +%s) - start)) s"; exit $$s'; \
+	status=$$?; \
 	$(PY) -m tools.docs.render_results --matrix build/results/matrix --out build/results/compatibility.md; \
 	exit $$status
 
