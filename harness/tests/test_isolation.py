@@ -223,6 +223,7 @@ ABORTED = call_isolated(collection_probe.calls_the_aborting_op)
 SUMMED = call_isolated(collection_probe.sums)
 
 def test_needs_the_aborted_call():
+    assert ABORTED.crashed and not SUMMED.crashed
     ABORTED.result()
 
 def test_needs_the_sum():
