@@ -173,13 +173,11 @@ def run_all(spec: OpSpec, checks=None) -> Results:
     failures (a ``Results``, with the accepted cases apart).
 
     Cases that can't run here, and checks in ``OpSpec.skip``, are left out.
-    The CPU cases run first, in a forked child, on one thread (OpenMP does
-    not survive a fork), so a crashing kernel fails its case and the next
-    child runs the rest. A case that needs what PyTorch refuses a forked
-    child (CUDA, once this process has initialised it; autograd, once its
-    threads have started here) runs here instead, after a one-line warning
-    that says why. CUDA cases run here, after the CPU ones. With
-    EXTENSION_CPP_TESTING_ISOLATE=0 every case runs here.
+    CPU cases run first, in a forked child on one thread, so a crashing
+    kernel fails its case and the next child runs the rest; a case needing
+    what PyTorch refuses a fork (CUDA once initialised here, autograd once
+    its threads started) runs here, after a one-line warning. CUDA cases run
+    here. EXTENSION_CPP_TESTING_ISOLATE=0 runs every case here.
     """
     results = Results()
     chosen = [

@@ -239,17 +239,13 @@ _in_worker = False
 
 
 def call_isolated(fn, *args, **kwargs) -> IsolatedCall:
-    """Calls fn(*args, **kwargs) in the worker process, so that a kernel that
-    aborts or faults ends that process and not this one; returns what it did
-    (``.result()`` gives its value or raises what it raised). For what a
-    test module computes at import, where a crash would end the collection
-    of every test, and for reproducers of crashes.
-
-    fn must be a module's top-level function; its module must make no
-    isolated call when imported (the worker imports it to find fn). Each
-    call is made once per process: a repeated one, and the worker's
-    re-import of a test module that made it, get the recorded answer.
-    With EXTENSION_CPP_TESTING_ISOLATE=0 it runs here."""
+    """Calls ``fn(*args, **kwargs)`` in the worker process, where a kernel
+    that aborts ends that process, not this one. ``.result()`` of the answer
+    gives the value or raises what the call raised (WorkerDied, naming the
+    signal, for a crash). For what a test module computes at import, and for
+    reproducers. fn must be a module's top-level function, in a module that
+    makes no isolated call when imported; each call is made once a process.
+    """
     target = (fn.__module__, fn.__qualname__)
     if "<" in fn.__qualname__ or fn.__module__ == "__main__":
         raise ValueError(f"call_isolated: {fn.__qualname__} is not a module's top-level function")
