@@ -227,13 +227,13 @@ PHASE2=$(($(date +%s) - PHASE2))
 
 # -- phase 3: the benchmark, alone ---------------------------------------------
 # C++/CUDA against the Triton side path (docs/cpp_or_triton.md), on a quiet
-# GPU, sized for a proof: three contiguous sizes, the layouts at 2^24. The
+# GPU, sized for a proof: two contiguous sizes, the layouts at 2^24. The
 # Triton package is imported from its folder, as the tests do.
 # Its sections are written as they finish.
 if wants bench; then
   PYTHONPATH=tutorial/appendix/triton${PYTHONPATH:+:$PYTHONPATH} part bench 240 \
     "$PY" -m benchmarks.triton --out "$OUT/pages/cpp_or_triton.md" \
-    --json "$OUT/cpp_or_triton.json" --log2 16,20,24
+    --json "$OUT/cpp_or_triton.json" --log2 20,24
 fi
 
 # The pages, from the junit XML of each part that ran.
