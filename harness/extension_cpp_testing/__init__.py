@@ -175,9 +175,10 @@ def run_all(spec: OpSpec, checks=None) -> Results:
     Cases that can't run here, and checks in ``OpSpec.skip``, are left out.
     CPU cases run first, in a forked child on one thread, so a crashing
     kernel fails its case and the next child runs the rest; a case needing
-    what PyTorch refuses a fork (CUDA once initialised here, autograd once
-    its threads started) runs here, after a one-line warning. CUDA cases run
-    here. EXTENSION_CPP_TESTING_ISOLATE=0 runs every case here.
+    what PyTorch refuses a fork (CUDA once used here, as on a GPU machine
+    torch.compile's cases do; autograd once its threads started) runs here,
+    after a one-line warning. CUDA cases run here.
+    EXTENSION_CPP_TESTING_ISOLATE=0 runs every case here.
     """
     results = Results()
     chosen = [

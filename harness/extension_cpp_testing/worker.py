@@ -434,8 +434,9 @@ def run_cases(spec, cases):
 # matters here: a case that meets one is handed back to the parent.
 FORK_LIMITS = {
     "Cannot re-initialize CUDA in forked subprocess": (
-        "this process has initialised CUDA, which a forked child can't use, and these cases "
-        "reach it (torch.compile asks about the GPU even for CPU tensors)"
+        "this process has used CUDA (asking for the GPU count is enough), which a forked child "
+        "then can't, and these cases reach it (torch.compile asks about the GPU even for CPU "
+        "tensors)"
     ),
     "autograd's threading in combination with fork-based multiprocessing": (
         "autograd's threads run in this process, and a forked child can't use autograd"

@@ -65,10 +65,14 @@ print("still running")
 
 def test_run_all_survives_a_crashing_kernel(tmp_path):
     """run_all runs its cases in a forked child: each case that reaches the
-    abort fails, naming SIGABRT, and the script goes on to the end."""
+    abort fails, naming SIGABRT, and the script goes on to the end. On a
+    machine without a GPU (hidden here where there is one: a process that
+    has asked for the GPU count gives a forked child no CUDA, which
+    torch.compile's case reaches there; test_run_all_after_cuda_is_initialised
+    is that case)."""
     script = tmp_path / "check.py"
     script.write_text(RUN_ALL_CRASHING)
-    proc = run_python([str(script)], cwd=tmp_path)
+    proc = run_python([str(script)], cwd=tmp_path, env={"CUDA_VISIBLE_DEVICES": ""})
     out = proc.stdout
     assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
     failed = dict(re.findall(r"^FAILED (\S+) (.*)$", out, re.M))
@@ -301,7 +305,7 @@ def test_run_all_after_cuda_is_initialised(tmp_path):
     assert "aborting WARNING" not in out, out
     assert "compiled FAILED" not in out, out
     for warning in re.findall(r"^compiled WARNING (.*)$", out, re.M):
-        assert "this process has initialised CUDA" in warning, warning
+        assert "this process has used CUDA" in warning, warning
     assert out.rstrip().endswith("still running")
 
 
@@ -350,4 +354,4 @@ def test_run_all_hands_back_what_a_fork_may_not_do(tmp_path):
     warnings = re.findall(r"^WARNING (.*)$", out, re.M)
     assert len(warnings) == 1, out
     assert warnings[0].startswith("run_all runs 2 of mul's cases in this process"), warnings
-    assert "this process has initialised CUDA" in warnings[0], warnings
+    assert "this process has used CUDA" in warnings[0], warnings

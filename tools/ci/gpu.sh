@@ -123,11 +123,13 @@ if wants build; then
     "${pip[@]}" -e . >"$OUT/build-classic.log" 2>&1 & classic=$!
     EXTENSION_CPP_KERNELS=simple "${pip[@]}" --upgrade --target "$SIMPLE" . >"$OUT/build-simple.log" 2>&1 & simple=$!
     "${pip[@]}" -e stable/ >"$OUT/build-stable.log" 2>&1 & stable=$!
-    # The harness zoo (harness/tests/harness_zoo), which every zoo test loads.
-    PYTHONPATH=harness/tests${PYTHONPATH:+:$PYTHONPATH} "$PY" -c "from harness_zoo import zoo; zoo.load()" \
-      >"$OUT/build-zoo.log" 2>&1 & zoo=$!
+    # The harness zoo (harness/tests/harness_zoo), which every zoo test loads,
+    # with its CUDA file and, for the tests that hide the GPU, without.
+    load_zoo=(env PYTHONPATH="harness/tests${PYTHONPATH:+:$PYTHONPATH}" "$PY" -c "from harness_zoo import zoo; zoo.load()")
+    "${load_zoo[@]}" >"$OUT/build-zoo.log" 2>&1 & zoo=$!
+    CUDA_VISIBLE_DEVICES= "${load_zoo[@]}" >"$OUT/build-zoo_cpu.log" 2>&1 & zoo_cpu=$!
     failed=0
-    for build in classic simple stable zoo; do
+    for build in classic simple stable zoo zoo_cpu; do
       wait "${!build}" || { echo "the $build build failed:"; tail -n 30 "$OUT/build-$build.log"; failed=1; }
     done
     ((failed == 0)) && "$PY" -c "import extension_cpp, extension_cpp_stable, torch
