@@ -104,7 +104,8 @@ def conformance_tests(
     ``nondeterministic_failures`` does the same, not strict, for a bug whose
     symptom depends on memory the op should not read. ``memory_unsafe`` names
     cases whose kernel may write memory it does not own: each runs in a
-    worker of its own, so the damage can't be blamed on a later case. An id
+    process of its own (a child the worker forks), so the damage can't be
+    blamed on a later case. An id
     that names no case is an error.
     """
     import pytest

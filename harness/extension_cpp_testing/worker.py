@@ -19,6 +19,11 @@ its id: conformance.run_check). Where the spec can't be rebuilt
 runs in the parent, as it does with EXTENSION_CPP_TESTING_ISOLATE=0 (to
 debug a case in one process).
 
+A memory_unsafe case runs in a child that the worker forks for it, so
+that what its kernel damages dies with the child; where a fork can't run
+it (a CUDA case, or a process whose CUDA or autograd threads a child can't
+use), in a fresh worker of its own.
+
 call_isolated runs one function of a module in the same worker and returns
 what it did: a value, an exception, or the signal that ended the process.
 
@@ -102,11 +107,12 @@ class _Worker:
         self.requests = os.fdopen(requests_write, "wb")
         self.answers = os.fdopen(answers_read, "rb")
 
-    def run(self, key: tuple[str, int], name: str, case: Case):
+    def run(self, key: tuple[str, int], name: str, case: Case, alone: bool = False):
         """("passed" | "failed" | "error" | "unavailable", detail, usable), or
         ("crashed", exit code, False) when the process died running the case;
-        usable is False where the case left CUDA unusable in the worker."""
-        return self._ask(("case", key, name, case))
+        usable is False where the case left CUDA unusable in the worker.
+        alone: in a child the worker forks, or ("unforkable", why, True)."""
+        return self._ask(("alone" if alone else "case", key, name, case))
 
     def call(self, target: tuple[str, str], args: tuple, kwargs: dict):
         """("returned" | "raised", value or exception, usable), or ("crashed",
@@ -142,14 +148,22 @@ def run_isolated(spec, key: tuple[str, int] | None, case: Case, alone: bool = Fa
     raises what the case raises, or a ConformanceFailure naming the signal
     that ended the worker. ``alone``: in a worker of its own, given up after
     the case, for a case whose kernel may write memory it does not own (the
-    damage would show in a later case, and be blamed on it)."""
+    damage would show in a later case, and be blamed on it). A CPU case runs
+    in a child that the warm worker forks (no second interpreter to start);
+    where a fork can't run it, in a fresh worker."""
     __tracebackhide__ = True  # a failure shows its check, case and fix, not our frames
     if key is None or key[0] in _unavailable or not isolated():
         run_case(spec, case)
         return
-    if alone:
+    outcome = None
+    if alone and not case.uses_cuda:
+        # A child that the warm worker forks: the damage dies with it.
+        outcome, detail, usable = _started_worker().run(key, spec.name, case, alone=True)
+        alone = outcome == "unforkable"
+    if alone:  # a fresh worker of its own (a CUDA case, or one no fork can run)
         _retire_worker()
-    outcome, detail, usable = _started_worker().run(key, spec.name, case)
+    if outcome is None or alone:
+        outcome, detail, usable = _started_worker().run(key, spec.name, case)
     if not usable or alone:  # the next case starts another worker
         _retire_worker()
     if outcome == "passed":
@@ -319,7 +333,7 @@ def serve(requests_fd: int, answers_fd: int) -> None:
             continue
         key, name, case = request
         try:
-            outcome, detail = _run(key, name, case)
+            outcome, detail = (_run_alone if kind == "alone" else _run)(key, name, case)
         except BaseException:  # noqa: BLE001  (sent back to the test that asked)
             outcome, detail = "error", traceback.format_exc()
         # A device-side assert or an illegal address leaves CUDA unusable in
@@ -345,6 +359,19 @@ def _run(key, name, case) -> tuple:
     except ConformanceFailure as e:
         return "failed", e
     return "passed", None
+
+
+def _run_alone(key, name, case) -> tuple:
+    """_run's outcome, from a child forked for the case; ("unforkable", why)
+    where a child can't run it."""
+    try:
+        spec = _spec(key, name)
+    except _Unavailable as e:
+        return "unavailable", str(e)
+    ((_, failure, limit),) = _in_children(spec, [case])
+    if limit is not None:
+        return "unforkable", limit
+    return ("passed", None) if failure is None else ("failed", failure)
 
 
 def _call(target: tuple[str, str], args: tuple, kwargs: dict) -> tuple:
@@ -445,8 +472,28 @@ FORK_LIMITS = {
 
 
 def _run_forked(spec, cases):
+    handed_back: dict[str, list] = {}  # why -> the cases a child could not run
+    for case, failure, limit in _in_children(spec, cases):
+        if limit is None:
+            yield case, failure
+        else:
+            handed_back.setdefault(limit, []).append(case)
+    for why, here in handed_back.items():
+        if isolated():
+            warnings.warn(
+                f"run_all runs {len(here)} of {spec.name}'s cases in this process, where a "
+                f"crashing kernel ends the run: {why}",
+                stacklevel=3,
+            )
+        for case in here:
+            yield case, _outcome(spec, case)
+
+
+def _in_children(spec, cases):
+    """Yields (case, failure, None) for each case a forked child ran (after a
+    crash, the next child takes the cases left), or (case, None, why) for
+    one no child could run (a FORK_LIMITS entry, or why there is no fork)."""
     pending = list(cases)
-    handed_back: dict[str, list] = {}  # why -> the cases the child could not run
     reason = _no_fork_reason() if pending else None
     while pending and reason is None:
         sys.stdout.flush()
@@ -480,25 +527,13 @@ def _run_forked(spec, cases):
                     )
                     limit, broken = None, True
                 pending.pop(0)
-                if limit is not None:
-                    handed_back.setdefault(limit, []).append(case)
-                    continue
-                yield case, failure
+                yield case, failure, limit
                 if broken:
                     break
         if pid is not None:
             os.waitpid(pid, 0)
-    if pending:
-        handed_back.setdefault(reason, []).extend(pending)
-    for why, here in handed_back.items():
-        if isolated():
-            warnings.warn(
-                f"run_all runs {len(here)} of {spec.name}'s cases in this process, where a "
-                f"crashing kernel ends the run: {why}",
-                stacklevel=3,
-            )
-        for case in here:
-            yield case, _outcome(spec, case)
+    for case in pending:
+        yield case, None, reason
 
 
 def _fork_limit(error: BaseException | None) -> str | None:

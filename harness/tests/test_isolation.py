@@ -163,6 +163,61 @@ def test_a_script_that_starts_pytest_runs_once(tmp_path):
     assert "1 passed" in proc.stdout
 
 
+# One op leaves its process wrong (as a kernel that writes memory it does
+# not own leaves the heap), the next fails in a process so left. Each
+# kernel records the process it ran in.
+DAMAGING = """
+import os
+import torch
+from extension_cpp_testing import OpSpec, cases, conformance_tests
+
+DAMAGED = []
+
+def record(line):
+    with open("processes.txt", "a") as f:
+        f.write(line + "\\n")
+
+@torch.library.custom_op("damage::damaging_mul", mutates_args=())
+def damaging_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    record(f"damaging_mul {os.getppid()}")
+    DAMAGED.append(True)
+    return a * b
+
+@torch.library.custom_op("damage::careful_mul", mutates_args=())
+def careful_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    record(f"careful_mul {os.getpid()}")
+    if DAMAGED:
+        raise RuntimeError("careful_mul ran in a damaged process")
+    return a * b
+
+for op in (damaging_mul, careful_mul):
+    op.register_fake(lambda a, b: torch.empty_like(a))
+only = dict(reference=torch.mul, checks=("results",), layouts=("contiguous",),
+            dtypes=(torch.float32,), devices=("cpu",))
+damaging = OpSpec(torch.ops.damage.damaging_mul.default, **only)
+test_damaging = conformance_tests(damaging, memory_unsafe=[c.id for c in cases(damaging)])
+test_careful = conformance_tests(OpSpec(torch.ops.damage.careful_mul.default, **only))
+"""
+
+
+def test_a_memory_unsafe_case_leaves_no_damage_behind(tmp_path):
+    """A memory_unsafe case runs in a child the worker forks: what its kernel
+    damages dies with the child, so the next case, in the worker itself,
+    passes; and no second interpreter is started for it. (GPU hidden: a CPU
+    machine's case; where a fork can't serve, a fresh worker does.)"""
+    module = tmp_path / "test_damaging.py"
+    module.write_text(DAMAGING)
+    proc = run_python(
+        ["-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "-rf", str(module)],
+        cwd=tmp_path,
+        env={"CUDA_VISIBLE_DEVICES": ""},
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "2 passed" in proc.stdout, proc.stdout[-3000:]
+    ran = dict(line.split() for line in (tmp_path / "processes.txt").read_text().splitlines())
+    assert ran["damaging_mul"] == ran["careful_mul"], "the damaging case's parent is the worker"
+
+
 # The parent uses CUDA first; one op then breaks CUDA in its process.
 CUDA_WORKER = """
 import torch
