@@ -24,6 +24,10 @@ export PYTHONUNBUFFERED := 1
 # harness zoo's, harness/tests/harness_zoo) gets a cache of its own.
 OPS_HASH := $(shell cat extension_cpp/*.py stable/extension_cpp_stable/*.py tutorial/appendix/triton/extension_triton/*.py csrc/*.h csrc/*.cpp csrc/*/* csrc/*/*/* harness/tests/harness_zoo/zoo* 2>/dev/null | sha1sum | cut -c1-12)
 export TORCHINDUCTOR_CACHE_DIR ?= $(CURDIR)/build/inductor-$(OPS_HASH)
+# The tests compile many small graphs, in many processes (xdist workers, the
+# harness's worker and its forked children): starting inductor's pool of
+# compile subprocesses in each costs more than the pool saves.
+export TORCHINDUCTOR_COMPILE_THREADS ?= 1
 
 .PHONY: setup build build-simple test-deps lint format test test-conformance test-simple test-copy tutorial \
 	wheel matrix bench docs docs-deps test-docs clean fuzz sanitize test-huge compute-sanitizer mutate gpu
