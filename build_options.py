@@ -17,6 +17,8 @@ Environment variables:
   EXTENSION_CPP_SANITIZE  a -fsanitize= list for the C++ files, e.g.
                         address,undefined (tools/ci/sanitize.sh, `make sanitize`);
                         never for a release build.
+  NVCC_THREADS          nvcc threads per CUDA file, one architecture each
+                        (default 4).
 """
 
 import os
@@ -115,8 +117,11 @@ def flags(openmp: bool) -> tuple[list[str], list[str]]:
 
 
 # nvcc's flags for either build; --expt-relaxed-constexpr lets device code
-# call constexpr host functions, as torch's own CUDA code does.
+# call constexpr host functions, as torch's own CUDA code does. --threads
+# compiles a file's architectures side by side: with the release list, one
+# CUDA file is most of a wheel's build.
 NVCC_FLAGS = ["-O3", "--expt-relaxed-constexpr", *kernel_macros()]
+NVCC_FLAGS += ["--threads", os.environ.get("NVCC_THREADS", "4")]
 
 
 def set_cuda_archs() -> None:
