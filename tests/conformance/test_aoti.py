@@ -125,6 +125,7 @@ def _run_from_cpp(runner: str, tmp_path, ops_library: str, device: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.cpython_independent
 @pytest.mark.parametrize("device", devices())
 def test_aoti_package_runs_from_python_and_cpp(device, runner, tmp_path):
     _export(tmp_path, device)

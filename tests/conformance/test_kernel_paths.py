@@ -266,6 +266,7 @@ def test_special_values_bit_for_bit(op_name, device, dtype, path):
     assert_values(out, expected, exact=True)
 
 
+@pytest.mark.cpython_independent
 @pytest.mark.parametrize(
     ("capability", "cases"),
     [
