@@ -265,8 +265,10 @@ wheel: setup
 # JUnit files even when a cell fails. `nox -s matrix-oldest-3.9` runs one cell.
 # The cells run MATRIX_JOBS at a time, each a nox session of its own with its
 # output in build/results/matrix/<cell>.log (nox runs the sessions of one
-# call in turn; xargs -P runs several calls), sharing uv's download cache.
-MATRIX_JOBS ?= $(shell nproc)
+# call in turn; xargs -P runs several calls), sharing uv's download cache,
+# longest first (noxfile.py's order). One more than the cores: a cell spends
+# part of its time creating its venv and waiting on its children.
+MATRIX_JOBS ?= $(shell echo $$(( $$(nproc) + 1 )))
 CELLS := oldest newest stable harness
 matrix: wheel
 	rm -rf build/results/matrix

@@ -67,12 +67,15 @@ NEWEST_PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
 STABLE_TORCHES = ["2.10.0", "2.11.0", "2.12.1", "2.13.0", NEWEST_TORCH, "2.15.0"]
 STABLE_CELLS = [("3.12", t) for t in STABLE_TORCHES]
 STABLE_CELLS += [(py, STABLE_TORCHES[0]) for py in ("3.10", "3.11", "3.13")]
+# The CPython of each track that runs every test at each of its torch releases.
+FIRST_PYTHON = {"oldest": OLDEST_PYTHONS[0], "newest": NEWEST_PYTHONS[0], "stable": "3.12"}
 # harness: its wheel alone (--no-deps) next to the oldest torch it claims and
 # the newest release, each with a torchvision built for it (0.29.2 is built
 # for 2.14 on the stable ABI and loads on 2.15).
 HARNESS_CELLS = {OLDEST_TORCH: "0.23.0", "2.15.0": "0.29.2"}
-# The harness's own tests (harness/tests) and the
-# torchvision OpSpecs, with the suite's conftest.py, copied out of the tree.
+# The harness's own tests (harness/tests: the zoo, the isolation, and the
+# third-party OpSpecs of the libraries installed), copied out of the tree with
+# the suite's conftest.py.
 HARNESS_TESTS = ["harness/tests"]
 HARNESS_TEST_REQUIREMENTS = ["pytest", "pytest-randomly", "pytest-metadata", "hypothesis"]
 HARNESS_TEST_REQUIREMENTS += ["expecttest", "numpy", "pillow", "ninja"]
@@ -257,17 +260,17 @@ def refuses(session: nox.Session, foreign: Path) -> str:
 
 
 def pytest_from_tree(session: nox.Session, paths: list[str], junit: Path, env: dict,
-                     metadata: dict, tree: Path = REPO) -> None:  # fmt: skip
-    """pytest on paths of `tree`, from a temporary working directory, so that
-    nothing but the venv's packages is importable; the run's facts go into
-    the JUnit XML (pytest-metadata)."""
+                     metadata: dict, tree: Path = REPO, more: tuple = ()) -> None:  # fmt: skip
+    """pytest on paths of `tree` (and the options in `more`), from a temporary
+    working directory, so that nothing but the venv's packages is importable;
+    the run's facts go into the JUnit XML (pytest-metadata)."""
     junit.parent.mkdir(parents=True, exist_ok=True)
     meta = [arg for k, v in metadata.items() for arg in ("--metadata", k, str(v))]
     with tempfile.TemporaryDirectory(prefix="matrix-") as cwd, session.chdir(cwd):
         session.run(
             "python", "-m", "pytest", *[str(tree / p) for p in paths], "-q",
             "-p", "no:cacheprovider", "--rootdir", str(tree), "-c", str(REPO / "pyproject.toml"),
-            f"--junitxml={junit}", *meta,
+            f"--junitxml={junit}", *meta, *more,
             env={"PYTHONPATH": "", "TORCHINDUCTOR_COMPILE_THREADS": "1",
                  "TORCHINDUCTOR_CACHE_DIR": str(Path(cwd) / "inductor"), **env},
         )  # fmt: skip
@@ -291,25 +294,17 @@ def conformance(session: nox.Session, track: str, torch: str, foreign_track: str
     tests = [str(t) for t in tests if t.name not in ("test_wheel.py", "test_dtensor.py")]
     env = {"EXTENSION_CPP_EXPECT_INSTALLED_IN": site_packages(session)}
     env["EXTENSION_CPP_BUILD"] = "stable" if track == "stable" else "classic"
-    pytest_from_tree(session, tests, RESULTS / f"{session.name}.xml", env, metadata)
+    # What a test marked cpython_independent proves (a C++ program, ATen's
+    # capped CPU paths) is the same on every CPython: it runs on the track's
+    # first CPython for each torch release, and is deselected on the others.
+    more = () if session.python == FIRST_PYTHON[track] else ("-m", "not cpython_independent")
+    metadata["cpython_independent"] = "ran" if not more else "deselected"
+    pytest_from_tree(session, tests, RESULTS / f"{session.name}.xml", env, metadata, more=more)
 
 
-@nox.session(name="matrix-oldest", python=OLDEST_PYTHONS, tags=["oldest"])
-def matrix_oldest(session: nox.Session) -> None:
-    conformance(session, "oldest", OLDEST_TORCH, foreign_track="newest")
-
-
-@nox.session(name="matrix-newest", python=NEWEST_PYTHONS, tags=["newest"])
-def matrix_newest(session: nox.Session) -> None:
-    conformance(session, "newest", NEWEST_TORCH, foreign_track="oldest")
-
-
-@nox.session(name="matrix-stable", tags=["stable"])
-@nox.parametrize(("python", "torch"), STABLE_CELLS, ids=[f"{p}-torch{t}" for p, t in STABLE_CELLS])
-def matrix_stable(session: nox.Session, torch: str) -> None:
-    conformance(session, "stable", torch, foreign_track=None)
-
-
+# The harness's cells come first: the longest, make matrix starts them first
+# (the cells run a few at a time in this order, so a long cell last would run
+# on its own at the end).
 @nox.session(name="matrix-harness", python="3.11", tags=["harness"])
 @nox.parametrize("torch", list(HARNESS_CELLS), ids=[f"torch{t}" for t in HARNESS_CELLS])
 def matrix_harness(session: nox.Session, torch: str) -> None:
@@ -340,4 +335,23 @@ def matrix_harness(session: nox.Session, torch: str) -> None:
             "--abbrev=10",
         ]
         env = {"EXTENSION_CPP_COMMIT": session.run(*describe, external=True, silent=True).strip()}
-        pytest_from_tree(session, HARNESS_TESTS, junit, env, metadata, tree=Path(copy))
+        # tests/ holds no test: naming it loads its conftest.py, which writes
+        # the run's facts (track, CPython, torch, seed) into the JUnit XML.
+        paths = ["tests", *HARNESS_TESTS]
+        pytest_from_tree(session, paths, junit, env, metadata, tree=Path(copy))
+
+
+@nox.session(name="matrix-oldest", python=OLDEST_PYTHONS, tags=["oldest"])
+def matrix_oldest(session: nox.Session) -> None:
+    conformance(session, "oldest", OLDEST_TORCH, foreign_track="newest")
+
+
+@nox.session(name="matrix-newest", python=NEWEST_PYTHONS, tags=["newest"])
+def matrix_newest(session: nox.Session) -> None:
+    conformance(session, "newest", NEWEST_TORCH, foreign_track="oldest")
+
+
+@nox.session(name="matrix-stable", tags=["stable"])
+@nox.parametrize(("python", "torch"), STABLE_CELLS, ids=[f"{p}-torch{t}" for p, t in STABLE_CELLS])
+def matrix_stable(session: nox.Session, torch: str) -> None:
+    conformance(session, "stable", torch, foreign_track=None)

@@ -276,6 +276,9 @@ def render_compatibility(cells: list[dict]) -> str:
         "fresh venv per cell next to one torch release from PyPI, and runs its tests against",
         "the installed copy in a shuffled order (`pytest -p randomly --randomly-seed=N`",
         "replays a cell's). Rendered from the cells' JUnit files (`make matrix`).",
+        "The tests marked `cpython_independent` (the AOTInductor package run from C++,",
+        "ATen's capped CPU paths) run in the first CPython's cell of each torch release",
+        "of a track, and are deselected in the others.",
         "",
     ]
     for track in ("oldest", "newest", "stable", "harness"):
