@@ -105,8 +105,8 @@ def conformance_tests(
     symptom depends on memory the op should not read. ``memory_unsafe`` names
     cases whose kernel may write memory it does not own: each runs in a
     process of its own (a child the worker forks), so the damage can't be
-    blamed on a later case. An id
-    that names no case is an error.
+    blamed on a later case. An id in any of the three that names no case is
+    an error.
     """
     import pytest
 

@@ -146,25 +146,26 @@ _unavailable: set[str] = set()
 def run_isolated(spec, key: tuple[str, int] | None, case: Case, alone: bool = False) -> None:
     """Runs spec's case in the worker (or here, where it can't run there);
     raises what the case raises, or a ConformanceFailure naming the signal
-    that ended the worker. ``alone``: in a worker of its own, given up after
-    the case, for a case whose kernel may write memory it does not own (the
-    damage would show in a later case, and be blamed on it). A CPU case runs
-    in a child that the warm worker forks (no second interpreter to start);
-    where a fork can't run it, in a fresh worker."""
+    that ended the process running it.
+
+    ``alone``: the case's kernel may write memory it does not own, so no
+    later case runs in the process it ran in (the damage would show there,
+    and be blamed on that case). A CPU case runs in a child that the warm
+    worker forks (no second interpreter to start); a CUDA case, or one that
+    no fork can run, in a fresh worker that is given up after it."""
     __tracebackhide__ = True  # a failure shows its check, case and fix, not our frames
     if key is None or key[0] in _unavailable or not isolated():
         run_case(spec, case)
         return
-    outcome = None
-    if alone and not case.uses_cuda:
-        # A child that the warm worker forks: the damage dies with it.
+    forked = alone and not case.uses_cuda
+    if forked:  # the damage dies with the child
         outcome, detail, usable = _started_worker().run(key, spec.name, case, alone=True)
-        alone = outcome == "unforkable"
-    if alone:  # a fresh worker of its own (a CUDA case, or one no fork can run)
+    fresh = alone and (not forked or outcome == "unforkable")
+    if fresh:
         _retire_worker()
-    if outcome is None or alone:
+    if not forked or fresh:
         outcome, detail, usable = _started_worker().run(key, spec.name, case)
-    if not usable or alone:  # the next case starts another worker
+    if not usable or fresh:  # the next case starts another worker
         _retire_worker()
     if outcome == "passed":
         return
