@@ -102,28 +102,6 @@ def pytest_sessionstart(session):
             xml.add_global_property(name, str(value))
 
 
-# The files that take longest in make test's run (about 60 to 160 worker
-# seconds each: wheels built, pytest started in children, a library's 1,000
-# cases). Under --dist loadfile a file is one unit of work, and pytest-xdist
-# hands the units out in collection order: these start first, so the run
-# does not end on one of them while the other workers sit idle.
-_LONGEST_FILES = (
-    "test_wheel.py",
-    "test_isolation.py",
-    "test_zoo.py",
-    "test_bitsandbytes.py",
-    "test_fbgemm.py",
-    "test_aoti.py",
-)
-
-
-def pytest_collection_modifyitems(items):
-    # A stable sort on top of pytest-randomly's shuffle (which runs first):
-    # the order within each group, and of each file's tests, is still the
-    # seed's.
-    items.sort(key=lambda item: item.path.name not in _LONGEST_FILES)
-
-
 def _commit() -> str:
     """This checkout's commit, or EXTENSION_CPP_COMMIT for a copy of the tree."""
     git = ["git", "describe", "--always", "--dirty=+local-changes", "--abbrev=10"]
