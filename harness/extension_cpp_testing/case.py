@@ -26,6 +26,11 @@ class ConformanceFailure(AssertionError):
         self.check, self.case, self.what, self.fix = check, case, what, fix
         super().__init__(f"[{check}] {case}: {what}\n  fix: {fix}")
 
+    @property
+    def op(self) -> str:
+        """The op's name in the test ids: the case's id up to its check."""
+        return self.case.split(f"-{self.check}-", 1)[0]
+
     def __reduce__(self):
         # Pickled by its four fields (the worker process sends it back).
         return type(self), (self.check, self.case, self.what, self.fix)

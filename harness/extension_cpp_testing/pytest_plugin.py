@@ -1,11 +1,14 @@
 """pytest plugin for extension_cpp_testing.
 
 Registers the markers the generated tests carry (``cuda``, ``huge``), keeps
-each conformance failure's check, case and fix on its report (they reach the
-JUnit XML as properties), and ends the run with the failures grouped by
-cause (a check and its fix), a few cases each with what it showed, and a
-count of the cases that showed a PyTorch limitation the OpSpecs declare
-(``silent_modes``). Load it from your top-level conftest.py::
+each conformance failure's check, case and fix on its test item (they reach
+the JUnit XML as the testcase's properties), and ends the run with one
+finding per op and cause: a table of op x cause with the failed cases'
+count and checks, then each fix once with a case or two and what they
+showed; and a count of the cases that showed a PyTorch limitation the
+OpSpecs declare (``silent_modes``). Load it from your top-level conftest.py
+(under ``-n``, pytest loads a test module's plugins in the workers only, and
+the summary is the controller's)::
 
     pytest_plugins = ["extension_cpp_testing.pytest_plugin"]
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 import pytest
 
 from .case import AcceptedLimitation, ConformanceFailure
+from .registrations import CAUSES
 
 _KEY = "conformance_failure"
 
@@ -33,35 +37,67 @@ def pytest_runtest_makereport(item, call):
     if call.excinfo is not None and isinstance(call.excinfo.value, ConformanceFailure):
         e = call.excinfo.value
         kind = "accepted" if isinstance(e, AcceptedLimitation) else "failure"
-        report.user_properties.append((_KEY, (kind, e.check, e.case, e.what, e.fix)))
+        record = (_KEY, (kind, e.check, e.case, e.what, e.fix))
+        report.user_properties.append(record)
+        # junitxml writes the properties of the item's last report (teardown's),
+        # which copies item.user_properties.
+        item.user_properties.append(record)
+
+
+# Examples shown under each fix.
+_EXAMPLES = 2
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    """The failures grouped by cause (a check and its fix: each fix names
-    one cause), a few cases and what each showed; then how many cases showed
-    a PyTorch limitation the OpSpecs declare."""
-    causes: dict[tuple[str, str], list] = {}
+    """One finding per op and cause (a fix names one cause), as a table,
+    then each fix once with a few of its cases; then how many cases showed a
+    PyTorch limitation the OpSpecs declare."""
+    findings: dict[tuple[str, str], list] = {}
     accepted: dict[str, list] = {}
-    for status in ("failed", "xfailed"):
-        for report in terminalreporter.stats.get(status, []):
-            for key, value in report.user_properties:
-                if key != _KEY:
-                    continue
-                kind, check, case, what, fix = value
-                if kind == "accepted":
-                    accepted.setdefault(fix, []).append(case)
-                elif status == "failed":
-                    causes.setdefault((check, fix), []).append((case, what))
-    if causes:
-        terminalreporter.section("conformance failures by cause")
-        for (check, fix), found in sorted(causes.items(), key=lambda kv: -len(kv[1])):
-            terminalreporter.write_line(f"{check}: {len(found)} failed; fix: {fix}")
-            for case, what in found[:3]:
-                terminalreporter.write_line(f"  {case}: {what.splitlines()[0][:160]}")
-            if len(found) > 3:
-                terminalreporter.write_line(f"  ... and {len(found) - 3} more")
+    for report in terminalreporter.stats.get("failed", []) + terminalreporter.stats.get(
+        "xfailed", []
+    ):
+        for key, value in report.user_properties:
+            if key != _KEY:
+                continue
+            kind, check, case, what, fix = value
+            if kind == "accepted":
+                accepted.setdefault(fix, []).append(case)
+            elif report.failed:
+                op = ConformanceFailure(check, case, what, fix).op
+                findings.setdefault((op, fix), []).append((check, case, what))
+    if findings:
+        _write_findings(terminalreporter, findings)
     if accepted:
         terminalreporter.section("accepted: PyTorch's limitations the OpSpecs declare")
         for fix, cases in accepted.items():
             terminalreporter.write_line(f"{len(cases)} cases, e.g. {cases[0]}")
             terminalreporter.write_line(f"  {fix}")
+
+
+def _write_findings(terminalreporter, findings: dict) -> None:
+    write = terminalreporter.write_line
+    ordered = sorted(findings.items(), key=lambda kv: (kv[0][0], -len(kv[1])))
+    fixes = list(dict.fromkeys(fix for (_, fix), _ in ordered))
+    total = sum(len(found) for found in findings.values())
+    terminalreporter.section("conformance findings by op and cause")
+    write(f"{len(findings)} findings (an op and a cause each) in {total} failed cases")
+    rows = []
+    for (op, fix), found in ordered:
+        checks: dict[str, int] = {}
+        for check, _, _ in found:
+            checks[check] = checks.get(check, 0) + 1
+        cause = CAUSES.get(fix, found[0][0])
+        by_check = ", ".join(f"{c} {n}" for c, n in sorted(checks.items()))
+        rows.append((op, f"{cause} [{fixes.index(fix) + 1}]", str(len(found)), by_check))
+    header = ("op", "cause [fix]", "cases", "checks")
+    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(3)]
+    for row in (header, *rows):
+        write(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:>{widths[2]}}  {row[3]}")
+    for n, fix in enumerate(fixes, 1):
+        write(f"[{n}] fix: {fix}")
+        cases = [c for (_, f), found in findings.items() if f == fix for c in found]
+        for _, case, what in cases[:_EXAMPLES]:
+            write(f"    {case}: {what.splitlines()[0][:160]}")
+        if len(cases) > _EXAMPLES:
+            write(f"    ... and {len(cases) - _EXAMPLES} more")

@@ -21,7 +21,8 @@ from .case import AcceptedLimitation, Case, ConformanceFailure
 from .checks import CHECKS
 from .checks.base import Accepted, Failed, SpecError, first_lines
 from .checks.cuda import stream_kept
-from .checks.fake import DYNAMIC_OUTPUT_FIX, NO_FAKE_KERNEL_FIX, has_fake_kernel
+from .checks.fake import DYNAMIC_OUTPUT_FIX
+from .registrations import Missing, missing_for_check
 
 if TYPE_CHECKING:
     from .spec import OpSpec
@@ -61,26 +62,37 @@ def run_case(spec: OpSpec, case: Case) -> None:
         fix = f"fix OpSpec({e.field}=...)" + (f": {e.fix}" if e.fix else "")
         raise ConformanceFailure(case.check, case.id, f"the OpSpec: {e}", fix) from None
     except Failed as e:
-        raise ConformanceFailure(case.check, case.id, str(e), e.fix or check.fix) from None
+        lacking = _lacking(spec, case)
+        fix = lacking.fix if lacking is not None else e.fix or check.fix
+        raise ConformanceFailure(case.check, case.id, str(e), fix) from None
     except Exception as e:  # noqa: BLE001  (reported as this check's failure)
         what = f"{type(e).__name__}: {first_lines(e)}"
         raise ConformanceFailure(case.check, case.id, what, _fix_for(spec, case, e)) from e
 
 
+def _lacking(spec: OpSpec, case: Case) -> Missing | None:
+    """The registration the op lacks that the case's check needs, asked of
+    the dispatcher (registrations.py): it explains any failure of the check.
+    None where the op is a function (its wrapper may supply what the op
+    lacks) or has what the check needs."""
+    overload = spec.resolved_overload()
+    return missing_for_check(overload, case.check) if overload is not None else None
+
+
 def _fix_for(spec: OpSpec, case: Case, e: BaseException) -> str:
-    """The fix for an error from inside torch: the check's own explanation of
-    it where it has one, that of a missing fake kernel or an undeclared
-    data-dependent size where the check traces the op, else the check's fix."""
+    """The fix for an error from inside torch: a missing registration's,
+    where the dispatcher shows one; else the check's own explanation of the
+    error where it has one, an undeclared data-dependent size's where the
+    check traces the op, or the check's fix."""
+    lacking = _lacking(spec, case)
+    if lacking is not None:
+        return lacking.fix
     check = CHECKS[case.check]
     specific = check.explain(spec, case, e) if check.explain is not None else None
     if specific:
         return specific
-    if check.traces:
-        if isinstance(e, DynamicOutputShapeException) and not spec.dynamic_output:
-            return DYNAMIC_OUTPUT_FIX
-        overload = spec.resolved_overload()
-        if overload is not None and not has_fake_kernel(overload):
-            return NO_FAKE_KERNEL_FIX
+    if check.traces and isinstance(e, DynamicOutputShapeException) and not spec.dynamic_output:
+        return DYNAMIC_OUTPUT_FIX
     return check.fix
 
 

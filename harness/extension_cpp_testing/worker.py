@@ -51,6 +51,7 @@ import warnings
 import torch
 
 from .case import Case, ConformanceFailure
+from .registrations import missing_for_check
 from .suite import run_case
 
 # (module name, n) -> the OpSpec that module's n-th conformance_tests call made.
@@ -177,7 +178,7 @@ def run_isolated(spec, key: tuple[str, int] | None, case: Case, alone: bool = Fa
         return
     if outcome == "error":
         raise RuntimeError(f"the case raised in the worker process:\n{detail}")
-    raise ConformanceFailure(case.check, case.id, _death(detail), _crash_fix(case))
+    raise ConformanceFailure(case.check, case.id, _death(detail), _crash_fix(case, spec))
 
 
 def _death(code: int | None, running: str = "the case") -> str:
@@ -194,14 +195,19 @@ def _death(code: int | None, running: str = "the case") -> str:
 
 
 CRASH_FIX = (
-    "the kernel crashed the process instead of raising: run the case alone in this process "
-    "(EXTENSION_CPP_TESTING_ISOLATE=0 pytest -k '<case>') under gdb or a sanitizer build, "
-    "and check what the user controls with TORCH_CHECK, which raises"
+    "the kernel crashed the process instead of raising: rerun the case alone in one process "
+    "(EXTENSION_CPP_TESTING_ISOLATE=0 pytest -k with the case's id) under gdb or a sanitizer "
+    "build, and check what the user controls with TORCH_CHECK, which raises"
 )
 
 
-def _crash_fix(case: Case) -> str:
-    return CRASH_FIX.replace("<case>", case.id)
+def _crash_fix(case: Case, spec=None) -> str:
+    """A crash's fix: a registration the op lacks, where the case's check
+    needs it (an op with no fake kernel crashes there because FakeTensor
+    runs the real kernel on inputs without data), else CRASH_FIX."""
+    overload = spec.resolved_overload() if spec is not None else None
+    lacking = missing_for_check(overload, case.check) if overload is not None else None
+    return lacking.fix if lacking is not None else CRASH_FIX
 
 
 def _started_worker() -> _Worker:
@@ -524,7 +530,7 @@ def _in_children(spec, cases):
                         -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
                     )
                     failure = ConformanceFailure(
-                        case.check, case.id, _death(code), _crash_fix(case)
+                        case.check, case.id, _death(code), _crash_fix(case, spec)
                     )
                     limit, broken = None, True
                 pending.pop(0)
@@ -602,7 +608,7 @@ def _serve_forked(spec, cases, answers) -> None:
             broken = _cuda_error(case)
             if broken is not None and failure is None:
                 what = f"the case left CUDA unusable in its process: {broken}"
-                failure = ConformanceFailure(case.check, case.id, what, _crash_fix(case))
+                failure = ConformanceFailure(case.check, case.id, what, _crash_fix(case, spec))
             limit = _fork_limit(failure)
             pickle.dump((None if limit else failure, limit, broken is not None), answers)
             answers.flush()

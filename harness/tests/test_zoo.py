@@ -15,6 +15,7 @@ import json
 import os
 import re
 import textwrap
+from xml.etree import ElementTree
 
 import pytest
 import torch
@@ -30,16 +31,21 @@ from extension_cpp_testing import (
     run_all,
 )
 from extension_cpp_testing.checks.cuda import STREAM_LEFT_CURRENT_FIX
-from extension_cpp_testing.checks.fake import NO_FAKE_KERNEL_FIX
 from extension_cpp_testing.checks.gradients import (
-    NO_DERIVATIVE_FIX,
     SILENT_MODE_FIX,
     SILENT_MODE_GONE_FIX,
     UNCLAIMED_MODE_FIX,
 )
 from extension_cpp_testing.checks.opcheck import UNMARKED_WRITE_FIX
 from extension_cpp_testing.checks.results import INPUT_MODIFIED_FIX
-from extension_cpp_testing.checks.vmap import NO_BATCHING_RULE_FIX
+from extension_cpp_testing.registrations import (
+    CATCH_ALL_FIX,
+    NO_AUTOGRAD_FIX,
+    NO_BATCHING_RULE_FIX,
+    NO_FAKE_KERNEL_FIX,
+    missing,
+    registrations,
+)
 
 HUGE = os.environ.get("EXTENSION_CPP_HUGE") == "1"
 
@@ -184,16 +190,25 @@ BUGS = {
         "autodiff",
         {"autodiff"},
     ),
+    "catch_all_mul": (
+        "a kernel registered without a dispatch key: a legacy catch-all",
+        "fake",
+        # Whatever runs the op on tensors without data (fake, batched) or
+        # needs its autograd; its checks in the kernel still answer bad input.
+        {"fake", "opcheck", "compile", "dynamic", "export"}
+        | {"gradcheck", "gradgradcheck", "autodiff", "vmap"},
+    ),
 }
 # The fix shown where the finding calls for a more specific one than the check's.
 SPECIFIC_FIXES = {
     "no_vmap_mul": NO_BATCHING_RULE_FIX,
-    "no_autograd_mul": NO_DERIVATIVE_FIX,
+    "no_autograd_mul": NO_AUTOGRAD_FIX,
     "mutating_mul": INPUT_MODIFIED_FIX,
     "stream_leaking_mul": STREAM_LEFT_CURRENT_FIX,
     "register_autograd_mul": UNCLAIMED_MODE_FIX,
     "unmarked_scale_": UNMARKED_WRITE_FIX,
     "mul_declared_silent": SILENT_MODE_GONE_FIX,
+    "catch_all_mul": CATCH_ALL_FIX,
 }
 # Past 2^31 elements (EXTENSION_CPP_HUGE=1: a 4 GiB float16 output).
 HUGE_BUGS = {"int_count_mul": ("an int element count that overflows", "huge", {"huge"})}
@@ -289,6 +304,46 @@ def test_without_a_fake_kernel_every_fix_points_at_the_missing_kernel(zoo):
     for check, found in failures.items():
         assert found[0].fix == NO_FAKE_KERNEL_FIX, check
     assert "dynamic" in failures  # the check whose fix spoke of symbolic sizes
+
+
+def test_a_catch_all_op_gets_one_fix_in_every_check_it_fails(zoo):
+    """An op registered the legacy way (m.def(schema, fn)) has no fake kernel
+    to repair: every check it fails says so, with the fix for its
+    registration style, where the dispatcher alone would say it decomposes."""
+    regs = registrations(torch.ops.harness_zoo.catch_all_mul.default)
+    assert regs.catch_all
+    assert "CompositeImplicitAutograd" in regs.kernels
+    failures = run_all(zoo["catch_all_mul"])
+    fixes = {check: {f.fix for f in found} for check, found in failures.items()}
+    assert fixes == {check: {CATCH_ALL_FIX} for check in BUGS["catch_all_mul"][2]}
+
+
+def test_the_dispatcher_says_what_each_op_lacks(zoo):
+    """registrations() reads the op's own kernels: a fake, autograd or vmap
+    registration from Python or C++, a Python composite op (which
+    decomposes: not a catch-all), and what an out= op needs no autograd for."""
+    ops = torch.ops.harness_zoo
+
+    def lacking(op):
+        return [m.cause for m in missing(registrations(op.default))]
+
+    assert lacking(ops.mul) == []
+    assert registrations(ops.mul.default).kernels["CPU"] == "C++"
+    assert lacking(ops.no_fake_mul) == ["no fake kernel"]
+    assert lacking(ops.no_autograd_mul) == ["no autograd kernel"]
+    assert lacking(ops.no_vmap_mul) == ["no batching rule"]
+    assert lacking(ops.add_out) == ["no batching rule"]
+    assert lacking(ops.catch_all_mul) == ["catch-all kernel"]
+    lib = torch.library.Library("harness_zoo_composite", "DEF")
+    lib.define("twice(Tensor x) -> Tensor")
+    lib.impl("twice", lambda x: x * 2, "CompositeImplicitAutograd")
+    try:
+        composite = registrations(torch.ops.harness_zoo_composite.twice.default)
+        assert not composite.catch_all
+        assert composite.kernels == {"CompositeImplicitAutograd": "Python"}
+        assert missing(composite) == []
+    finally:
+        lib._destroy()
 
 
 def test_an_out_ops_fake_check_compares_the_fake_kernels_effect(zoo):
@@ -578,29 +633,49 @@ def test_generated_pytest_tests_name_check_case_and_fix(tmp_path):
                     specs["wrong_sign_mul"], checks=("gradcheck",), layouts=("contiguous",)
                 )
             )
+            test_catch_all = conformance_tests(
+                dataclasses.replace(
+                    specs["catch_all_mul"], checks=("fake", "vmap"), layouts=("contiguous",)
+                )
+            )
             """
         )
     )
+    junit = tmp_path / "junit.xml"
     proc = run_python(
-        ["-m", "pytest", "-p", "extension_cpp_testing.pytest_plugin"]
+        ["-m", "pytest", "-p", "extension_cpp_testing.pytest_plugin", f"--junitxml={junit}"]
         + ["-p", "no:cacheprovider", "-rf", "--rootdir", str(tmp_path), str(module)],
         cwd=tmp_path,
     )
     out = proc.stdout
     assert proc.returncode == 1, out[-3000:] + proc.stderr[-3000:]
-    assert "1 failed, 1 passed" in out, out[-3000:]
+    assert "4 failed, 1 passed" in out, out[-3000:]
     case = "wrong_sign_mul-gradcheck-cpu-float64-contiguous"
     assert f"test_wrong_sign[{case}]" in out
     assert f"[gradcheck] {case}: GradcheckError: Jacobian mismatch" in out
     # What a person reads: the case, what differed and the fix, none of the
     # harness's frames (their file names) or the OpSpec's repr.
-    failure = out[out.index("= FAILURES =") : out.index("conformance failures by cause")]
+    failure = out[out.index("= FAILURES =") : out.index("conformance findings by op and cause")]
     assert "extension_cpp_testing/" not in failure, failure
     assert "OpSpec(" not in failure, failure
-    assert len(failure.splitlines()) < 15, failure
-    # The summary: the cause (check and fix), then each case with what it showed.
-    assert f"gradcheck: 1 failed; fix: {FIXES['gradcheck']}" in out
-    assert f"\n  {case}: GradcheckError: Jacobian mismatch" in out
+    blocks = re.split(r"\n_{3,} test_", failure)
+    wrong_sign = next(b for b in blocks if b.startswith(f"wrong_sign[{case}]"))
+    assert len(wrong_sign.splitlines()) < 15, wrong_sign
+    # The summary: a row per op and cause, then the fix with a case and what it showed.
+    # One row per op and cause, whichever checks it failed in.
+    table = out[out.index("conformance findings by op and cause") :]
+    assert "2 findings (an op and a cause each) in 4 failed cases" in table, table
+    found = re.search(r"\nwrong_sign_mul +gradcheck \[(\d)\] +1 +gradcheck 1\n", table)
+    assert found, table
+    n = found.group(1)
+    assert f"[{n}] fix: {FIXES['gradcheck']}\n    {case}: GradcheckError: Jacobian mismatch" in out
+    found = re.search(r"\ncatch_all_mul +catch-all kernel \[(\d)\] +3 +fake 2, vmap 1\n", table)
+    assert found, table
+    assert f"[{found.group(1)}] fix: {CATCH_ALL_FIX}\n" in table
+    # The JUnit XML carries the check, case and fix as the testcase's properties.
+    properties = ElementTree.parse(junit).findall(".//testcase/properties/property")
+    assert [p.get("name") for p in properties] == ["conformance_failure"] * 4
+    assert any(FIXES["gradcheck"] in p.get("value") for p in properties)
 
 
 # register_autograd_mul with its forward modes declared silent, and mul

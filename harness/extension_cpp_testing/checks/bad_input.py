@@ -10,9 +10,10 @@ import torch
 
 from ..case import Case
 from ..layouts import random_tensor
+from ..registrations import missing_for_check
 from .base import Check, Failed, SpecError, case, message
 from .compilers import dynamo_config, returning
-from .fake import NO_FAKE_KERNEL_FIX, fake_call, has_fake_kernel
+from .fake import fake_call
 
 if TYPE_CHECKING:
     from ..spec import OpSpec
@@ -170,10 +171,10 @@ def check_bad_input(spec: OpSpec, case: Case) -> None:
         raise Failed(f"{what}: the op raised {type(eager).__name__}, not a RuntimeError")
     said = message(eager)
     # What the fake kernel and compiled code get wrong is the fake kernel's,
-    # or, where the op has none, its missing.
+    # or, where the op has none the dispatcher can find, its missing.
     overload = spec.resolved_overload()
-    no_fake = overload is not None and not has_fake_kernel(overload)
-    fake_fix = NO_FAKE_KERNEL_FIX if no_fake else None
+    lacking = missing_for_check(overload, "fake") if overload is not None else None
+    fake_fix = lacking.fix if lacking is not None else None
     fake = _error(lambda *a: fake_call(spec, a), bad_args(spec, case.variant, device)[0])
     if fake is None:
         raise Failed(

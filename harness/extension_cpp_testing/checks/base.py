@@ -46,9 +46,10 @@ class SpecError(Exception):
 class Check:
     """One check: when it applies (``cases``: the spec's cases on one device),
     how a case runs (``run``, raising on a failure), and the fix shown under
-    a failure. ``traces``: it runs the op on fake tensors, so an op with no
-    fake kernel gets that fix instead; ``explain``, where given, names a more
-    specific fix for an error (or returns None)."""
+    a failure. ``traces``: it runs the op on fake tensors, so an undeclared
+    data-dependent size gets that fix; ``explain``, where given, names a more
+    specific fix for an error (or returns None). A registration the op lacks
+    (registrations.py) comes before both."""
 
     cases: Callable[[OpSpec, str], Iterator[Case]]
     run: Callable[[OpSpec, Case], None]

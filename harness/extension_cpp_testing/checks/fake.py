@@ -15,29 +15,10 @@ from .base import Check, Failed, case, describe, fresh_args, outputs
 if TYPE_CHECKING:
     from ..spec import OpSpec
 
-# What to do when the op has no fake kernel at all, whichever check meets it.
-NO_FAKE_KERNEL_FIX = (
-    "the op has no fake kernel, and torch.compile, torch.export and FakeTensor need one: "
-    "register it (torch.library.register_fake in Python, or a Meta kernel in C++) "
-    "returning an empty output of the right sizes, strides and dtype"
-)
-
-
 DYNAMIC_OUTPUT_FIX = (
     "the fake kernel made a data-dependent size (torch.library.get_ctx().new_dynamic_size()): "
     "declare OpSpec(dynamic_output=True) so the checks trace it with unbacked sizes"
 )
-
-
-def has_fake_kernel(overload: torch._ops.OpOverload) -> bool:
-    """Whether the op has a fake kernel: a Meta kernel (C++, or Python through
-    torch.library.register_fake) or a composite one that decomposes it."""
-    name = overload.name()
-    has = torch._C._dispatch_has_kernel_for_dispatch_key
-    if any(has(name, key) for key in ("Meta", "CompositeImplicitAutograd")):
-        return True
-    entry = torch._library.simple_registry.singleton.find(name.split(".")[0])
-    return entry.fake_impl.kernel is not None
 
 
 def _fake_mode(spec: OpSpec) -> FakeTensorMode:

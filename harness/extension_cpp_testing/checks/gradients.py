@@ -15,6 +15,7 @@ from torch.utils import _pytree as pytree
 from ..autodiff import MODES
 from ..case import Case
 from ..layouts import SMALL_LAYOUTS
+from ..registrations import NO_AUTOGRAD_FIX
 from .base import (
     Accepted,
     Check,
@@ -65,13 +66,6 @@ NOT_DIFFERENTIATED = (
     # autograd's fallback for an op with no Autograd kernel: a warning, and a
     # zero gradient (an error where warnings are)
     "an autograd kernel was not registered",
-)
-
-
-NO_DERIVATIVE_FIX = (
-    "the op's outputs carry no gradient: register a backward "
-    "(torch.library.register_autograd, or a C++ autograd kernel), or declare "
-    "OpSpec(differentiable=False) if the op has no derivative"
 )
 
 
@@ -249,12 +243,12 @@ def _run_gradcheck(spec: OpSpec, case: Case, tool, **kw) -> None:
             if "not reentrant" in str(e):
                 fix = NOT_REENTRANT_FIX
             if any(w in str(c.message) for c in caught for w in NOT_DIFFERENTIATED):
-                fix = NO_DERIVATIVE_FIX
+                fix = NO_AUTOGRAD_FIX
             raise Failed(f"GradcheckError: {first_lines(e)}", fix=fix) from None
         except Exception as e:  # noqa: BLE001  (each kind of error gets its fix)
             what = f"{type(e).__name__}: {first_lines(e)}"
             if any(words in str(e) for words in NOT_DIFFERENTIATED):
-                raise Failed(what, fix=NO_DERIVATIVE_FIX) from None
+                raise Failed(what, fix=NO_AUTOGRAD_FIX) from None
             raise Failed(what, fix=RAISED_UNDER_GRADCHECK_FIX.format(dtype=case.dtype)) from None
 
 

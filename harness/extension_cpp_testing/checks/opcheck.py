@@ -5,6 +5,7 @@ requires_grad."""
 from __future__ import annotations
 
 import inspect
+import re
 import warnings
 from typing import TYPE_CHECKING
 
@@ -110,7 +111,10 @@ def check_opcheck(spec: OpSpec, case: Case) -> None:
         # opcheck's test_aot_dispatch_static reads .grad of non-leaf tensors it
         # makes itself (torch/testing/_internal/optests/aot_autograd.py).
         warnings.filterwarnings("ignore", "The .grad attribute of a Tensor that is not a leaf")
-        torch.library.opcheck(overload, tuple(args), test_utils=utils)
+        try:
+            torch.library.opcheck(overload, tuple(args), test_utils=utils)
+        except Exception as e:
+            raise Failed(_opcheck_said(e)) from None
         for util in aot_own:
             try:
                 aot_autograd_check(
@@ -126,6 +130,16 @@ def check_opcheck(spec: OpSpec, case: Case) -> None:
                     f"opcheck's {util}, on the floating-point outputs: "
                     f"{type(e).__name__}: {first_lines(e)}"
                 ) from None
+
+
+def _opcheck_said(e: BaseException) -> str:
+    """What opcheck's error says, less its wrapper: the failed test's name
+    and the error it met. (Its own message ends "scroll up for stack trace",
+    and the report shows no trace to scroll to.)"""
+    test = re.match(r"opcheck\(op, \.\.\.\): (\w+) failed", str(e))
+    cause = e.__cause__ if test is not None and e.__cause__ is not None else e
+    where = f"opcheck's {test.group(1)}: " if test is not None else ""
+    return f"{where}{type(cause).__name__}: {first_lines(cause)}"
 
 
 OPCHECK = Check(

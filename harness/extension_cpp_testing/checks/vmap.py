@@ -9,16 +9,11 @@ import torch
 
 from ..case import Case
 from ..layouts import copy_args
+from ..registrations import NO_BATCHING_RULE_FIX
 from .base import Check, Failed, assert_values, case, first_lines, fresh_args, message, outputs
 
 if TYPE_CHECKING:
     from ..spec import OpSpec
-
-NO_BATCHING_RULE_FIX = (
-    "register one (torch.library.register_vmap, or a FuncTorchBatched kernel in C++); "
-    "without it torch.vmap and torch.func run the op once per sample with only a warning"
-)
-
 
 NONE_OUTPUT_UNDER_VMAP_FIX = (
     "the op returns None for an optional output: its batching rule must return None as "

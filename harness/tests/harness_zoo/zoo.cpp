@@ -370,6 +370,11 @@ at::Tensor abort_on_empty_mul(const at::Tensor& a, const at::Tensor& b) {
   return checked_mul("harness_zoo.abort_on_empty_mul", a, b);
 }
 
+// mul's kernel, registered the legacy way (below): no backend, no fake kernel.
+at::Tensor catch_all_mul(const at::Tensor& a, const at::Tensor& b) {
+  return checked_mul("harness_zoo.catch_all_mul", a, b);
+}
+
 }  // namespace
 
 TORCH_LIBRARY(harness_zoo, m) {
@@ -409,6 +414,10 @@ TORCH_LIBRARY(harness_zoo, m) {
   m.def("quantize(Tensor x, float scale) -> Tensor");
   m.def("two_codes_off_quantize(Tensor x, float scale) -> Tensor");
   m.def("abort_on_empty_mul(Tensor a, Tensor b) -> Tensor");
+  // Bug: the kernel is given with the schema, without a dispatch key, so the
+  // dispatcher files it as CompositeImplicitAutograd, a catch-all that
+  // FakeTensor, vmap and autograd call as if it were made of other ops.
+  m.def("catch_all_mul(Tensor a, Tensor b) -> Tensor", &catch_all_mul);
   // mul's kernel, with autograd registrations of their own (zoo.py): one
   // through torch.library.register_autograd, one with a forward-mode
   // derivative 1e-4 off.

@@ -384,6 +384,7 @@ def _specs() -> dict[str, OpSpec]:
             "contiguous_mul",
             "mutating_mul",
             "register_autograd_mul",
+            "catch_all_mul",
         )
     }
     # Declared: register_autograd's forward modes give zeros or None (PyTorch's
