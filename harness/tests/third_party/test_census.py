@@ -1,0 +1,63 @@
+"""The census on the libraries the harness is proven on: from the dispatcher
+alone it lists every op their specs check with what each lacks, which is
+what the specs' failures are told to fix; and its starter spec file
+collects and runs (each case skipped until its samples are written)."""
+
+import importlib
+
+import pytest
+from harness_zoo.processes import run_python
+
+from extension_cpp_testing.census import report
+from extension_cpp_testing.registrations import missing, registrations
+
+# namespace -> (the module that registers its ops, this folder's specs module)
+LIBRARIES = {
+    "torchvision": ("torchvision", "torchvision_specs"),
+    "bitsandbytes": ("bitsandbytes", "bitsandbytes_specs"),
+    "fbgemm": ("fbgemm_gpu", "fbgemm_specs"),
+}
+
+
+@pytest.mark.parametrize("namespace", LIBRARIES)
+def test_the_census_lists_what_each_specd_op_lacks(namespace):
+    module, specs = LIBRARIES[namespace]
+    pytest.importorskip(module)
+    specs = importlib.import_module(f"{__package__}.{specs}").SPECS
+    blocks, head = {}, None
+    for line in report(namespace).splitlines():  # a schema, then its indented lines
+        head = head if line.startswith(" ") else line
+        blocks[head] = f"{blocks.get(head, '')}{line}\n"
+    for spec in specs.values():
+        overload = spec.resolved_overload()
+        if overload is None:
+            continue
+        block = blocks[str(overload._schema)]
+        for lacking in missing(registrations(overload)):
+            assert lacking.cause in block, block
+
+
+@pytest.mark.parametrize("namespace", LIBRARIES)
+def test_the_starter_spec_collects_and_runs(namespace, tmp_path):
+    module, specs = LIBRARIES[namespace]
+    pytest.importorskip(module)
+    # fbgemm has some 260 ops: its spec file for the ops its specs check.
+    names = importlib.import_module(f"{__package__}.{specs}").SPECS
+    ops = "|".join(
+        s.resolved_overload()._opname for s in names.values() if s.resolved_overload() is not None
+    )
+    starter = tmp_path / f"test_{namespace}_starter.py"
+    census = run_python(
+        ["-m", "extension_cpp_testing", "census", namespace, "--import", module]
+        + ["--ops", ops, "--spec", str(starter)]
+    )
+    assert census.returncode == 0, census.stderr[-3000:]
+    run = run_python(
+        ["-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", str(starter)],
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stdout[-3000:]
+    summary = run.stdout.strip().splitlines()[-1]
+    assert " skipped" in summary, summary
+    assert "passed" not in summary, summary
+    assert "failed" not in summary, summary
