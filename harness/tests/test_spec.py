@@ -33,7 +33,7 @@ from extension_cpp_testing import (
     run_all,
 )
 from extension_cpp_testing.checks.bad_input import bad_args, kinds_of
-from extension_cpp_testing.checks.base import assert_same_codes
+from extension_cpp_testing.checks.base import assert_same_codes, assert_values
 from extension_cpp_testing.checks.fake import DYNAMIC_OUTPUT_FIX
 
 # The ops below that torch.library.custom_op can't define: schemas it can't
@@ -1077,3 +1077,35 @@ def test_an_int_list_that_follows_the_sizes_is_named_in_the_fix():
         assert fix.endswith(
             "Declare `SymInt[] shape` in the schema, so that a size can stay symbolic"
         )
+
+
+def test_every_output_that_differs_is_shown_with_its_values():
+    """A mismatch names each output that differs (not the first alone) and
+    the first differing element's values, NaN and infinities included."""
+    spec = OpSpec(torch.ops.aten.mul.Tensor, reference=torch.mul)
+    nan, inf = float("nan"), float("inf")
+    right = torch.tensor([1.0, nan, inf, 2.0])
+    wrong = torch.tensor([1.0, 1.0, inf, 2.0])
+    with pytest.raises(AssertionError) as e:
+        assert_values(spec, (right, wrong, right), (right, right, wrong))
+    lines = str(e.value).splitlines()
+    assert lines[0].startswith("output 1: 1 element(s) differ; first at index [1]: 1.0, ")
+    assert lines[0].split("; ")[1] == "first at index [1]: 1.0, the reference's nan"
+    assert lines[1].startswith("output 2: 1 element(s) differ; first at index [1]: nan, ")
+    with pytest.raises(AssertionError, match=r"index \[2\]: -inf, the reference's inf"):
+        assert_values(spec, torch.tensor([0.0, 0.0, -inf]), torch.tensor([0.0, 0.0, inf]))
+
+
+@pytest.mark.parametrize(
+    ("kinds", "words"),
+    [
+        (("out-overlap",), "'out-overlap' needs an out argument, and mul has none"),
+        (("dtypo",), "unknown kind of bad input 'dtypo'"),
+    ],
+)
+def test_bad_input_kinds_are_checked_against_the_spec(zoo, kinds, words):
+    """A kind the op can't have is the OpSpec's error, said when the cases are
+    made, not an error inside the harness reported as the op's failure."""
+    spec = dataclasses.replace(zoo["mul"], bad_inputs=kinds)
+    with pytest.raises(ValueError, match=re.escape(words)):
+        cases(spec)

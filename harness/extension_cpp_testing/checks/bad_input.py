@@ -22,6 +22,13 @@ if TYPE_CHECKING:
 BAD_INPUT_KINDS = ("dtype", "shape", "device", "out-overlap", "out-internal-overlap")
 
 
+ACCEPTED_DTYPE_FIX = (
+    "the op took a dtype outside the OpSpec's dtypes: if it takes that dtype by design, "
+    "list every dtype it takes in OpSpec(accepted_dtypes=), and the check gives it another; "
+    "if not, refuse it with TORCH_CHECK (C++) and torch._check in the fake kernel"
+)
+
+
 def default_kinds(spec: OpSpec) -> list[str]:
     """The kinds of bad input an OpSpec gets where it names none: a wrong
     dtype; inputs on two devices (with two tensors or more); a wrong shape
@@ -43,7 +50,17 @@ def default_kinds(spec: OpSpec) -> list[str]:
 
 
 def kinds_of(spec: OpSpec) -> list[str]:
-    return list(spec.bad_inputs) if spec.bad_inputs is not None else default_kinds(spec)
+    """The spec's kinds of bad input, each known and applicable to the op."""
+    if spec.bad_inputs is None:
+        return default_kinds(spec)
+    for kind in spec.bad_inputs:
+        known, target = _kind_and_target(spec, kind)
+        if known.startswith("out-") and target is None and not spec.out:
+            raise ValueError(
+                f"OpSpec(bad_inputs=): {kind!r} needs an out argument, and {spec.name} has none "
+                f"(declare out=, or name the argument it writes: '{known}-<name>')"
+            )
+    return list(spec.bad_inputs)
 
 
 def bad_input_cases(spec: OpSpec, device: str):
@@ -89,7 +106,10 @@ def _kind_and_target(spec: OpSpec, kind: str) -> tuple[str, str | None]:
             return known, None
         if kind.startswith(known + "-"):
             return known, kind[len(known) + 1 :]
-    raise ValueError(f"unknown kind of bad input {kind!r}; the kinds are {list(BAD_INPUT_KINDS)}")
+    raise ValueError(
+        f"OpSpec(bad_inputs=): unknown kind of bad input {kind!r}; the kinds are "
+        f"{list(BAD_INPUT_KINDS)}"
+    )
 
 
 def bad_args(spec: OpSpec, kind: str, device: str) -> tuple[list, str]:
@@ -166,7 +186,8 @@ def check_bad_input(spec: OpSpec, case: Case) -> None:
     args, what = bad_args(spec, case.variant, device)
     eager = _error(lambda *a: spec.invoke(a), args)
     if eager is None:
-        raise Failed(f"{what}: the op accepted it without an error")
+        fix = ACCEPTED_DTYPE_FIX if case.variant.startswith("dtype") else None
+        raise Failed(f"{what}: the op accepted it without an error", fix=fix)
     if not isinstance(eager, (RuntimeError, ValueError, TypeError)):
         raise Failed(f"{what}: the op raised {type(eager).__name__}, not a RuntimeError")
     said = message(eager)
@@ -200,12 +221,8 @@ def check_internal_assert(spec: OpSpec, case: Case) -> None:
         ("eager", _error(lambda *a: spec.invoke(a), args)),
         ("compiled", _compiled_error(spec, bad_args(spec, case.variant, device)[0])),
     ):
-        if error is None:
-            raise Failed(
-                f"{what} ({where}): no error at all, so no error to judge",
-                fix=BAD_INPUT.fix,
-            )
-        if "INTERNAL ASSERT" in str(error):
+        # No error at all is bad_input's finding, not a second one here.
+        if error is not None and "INTERNAL ASSERT" in str(error):
             raise Failed(
                 f"{what} ({where}): a user's bad input is reported as an internal "
                 f"error: {message(error)!r}"
