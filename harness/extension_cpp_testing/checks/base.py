@@ -133,7 +133,11 @@ def assert_same_values(got, want, *, exact: bool, rtol: float = 0, atol: float =
     exact, bit for bit up to NaN payloads: zero tolerance and the sign of
     every zero, which assert_close does not compare (-0.0 == 0.0)."""
     tolerance = dict(rtol=0, atol=0) if exact else dict(rtol=rtol, atol=atol)
-    torch.testing.assert_close(got, want, equal_nan=True, **tolerance)
+    try:
+        torch.testing.assert_close(got, want, equal_nan=True, **tolerance)
+    except AssertionError as e:
+        example = _first_mismatch(got, want, **tolerance)
+        raise AssertionError(f"{example}\n{e}" if example else str(e)) from None
     if exact and isinstance(got, torch.Tensor) and got.is_floating_point():
         zeros = (got == 0) & (want == 0)
         flipped = torch.signbit(got[zeros]) != torch.signbit(want[zeros])
@@ -144,6 +148,28 @@ def assert_same_values(got, want, *, exact: bool, rtol: float = 0, atol: float =
                 f"{'-0.0' if not first else '0.0'} where the reference has "
                 f"{'-0.0' if first else '0.0'}"
             )
+
+
+def _first_mismatch(got, want, *, rtol: float, atol: float) -> str | None:
+    """The first element where got and want differ, both values shown (NaN
+    and infinities included, which assert_close's differences hide), or None
+    where the two differ in more than values."""
+    if not (isinstance(got, torch.Tensor) and isinstance(want, torch.Tensor)):
+        return None
+    if (got.shape, got.dtype, got.device) != (want.shape, want.dtype, want.device):
+        return None
+    if got.is_floating_point() or got.is_complex():
+        differ = ~torch.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+    else:
+        differ = got != want
+    where = differ.nonzero()
+    if not len(where):
+        return None
+    index = tuple(where[0].tolist())
+    return (
+        f"{len(where)} element(s) differ; first at index {list(index)}: "
+        f"{got[index].item()}, the reference's {want[index].item()}"
+    )
 
 
 def assert_same_codes(got: torch.Tensor, want: torch.Tensor, *, codes: int, fraction: float):
@@ -184,12 +210,18 @@ def assert_values(spec: OpSpec, got, want) -> None:
     got, want = outputs(got), outputs(want)
     if len(got) != len(want):
         raise AssertionError(f"{len(got)} outputs; the reference returns {len(want)}")
+    wrong = []
     for i, (g, w) in enumerate(zip(got, want)):
-        prefix = f"output {i}: " if len(got) > 1 else ""
         try:
             assert_value(spec, g, w)
         except AssertionError as e:
-            raise AssertionError(f"{prefix}{e}") from None
+            if len(got) == 1:
+                wrong.append(str(e))
+                continue
+            lines = [line for line in str(e).splitlines() if line.strip()]
+            wrong.append(f"output {i}: " + "; ".join(lines[:2]))
+    if wrong:  # every output that differs, not the first alone
+        raise AssertionError("\n".join(wrong))
 
 
 def assert_effects(spec: OpSpec, got, got_args, want, want_args) -> None:
