@@ -15,15 +15,31 @@ the summary is the controller's)::
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from .case import AcceptedLimitation, ConformanceFailure
 from .registrations import CAUSES
+from .reproducers import ENV
 
 _KEY = "conformance_failure"
 
 
+def pytest_addoption(parser):
+    parser.getgroup("extension_cpp_testing").addoption(
+        "--conformance-reproducers",
+        metavar="DIR",
+        help="write a plain-torch reproducer of each conformance finding into DIR",
+    )
+
+
 def pytest_configure(config):
+    folder = config.getoption("conformance_reproducers", None)
+    if folder:
+        # The cases run in other processes (xdist's, the harness's worker):
+        # they read the folder from the environment they inherit.
+        os.environ[ENV] = os.path.abspath(folder)
     config.addinivalue_line("markers", "cuda: needs a CUDA GPU (skipped without one)")
     config.addinivalue_line(
         "markers", "huge: tensors past 2^31 elements (run when EXTENSION_CPP_HUGE=1)"
@@ -68,6 +84,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                 findings.setdefault((op, fix), []).append((check, case, what))
     if findings:
         _write_findings(terminalreporter, findings)
+        folder = config.getoption("conformance_reproducers", None)
+        if folder and os.path.isdir(folder):
+            scripts = sorted(p for p in os.listdir(folder) if p.endswith(".py"))
+            terminalreporter.write_line(
+                f"reproducers: {len(scripts)} in {folder}, each run with plain python"
+            )
     if accepted:
         terminalreporter.section("accepted: PyTorch's limitations the OpSpecs declare")
         for fix, cases in accepted.items():

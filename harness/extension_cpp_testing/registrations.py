@@ -52,7 +52,9 @@ CATCH_ALL_FIX = (
 NO_FAKE_KERNEL_FIX = (
     "the op has no fake kernel, and torch.compile, torch.export and FakeTensor need one: "
     "register it (torch.library.register_fake in Python, or a Meta kernel in C++) "
-    "returning an empty output of the right sizes, strides and dtype"
+    "returning an empty output of the right sizes, strides and dtype. Without it FakeTensor "
+    "may run the real kernel on zero-filled inputs, so a kernel that reads memory by their "
+    "values can crash in one run and pass in the next"
 )
 
 NO_AUTOGRAD_FIX = (

@@ -157,8 +157,14 @@ class OpSpec:
             wider; default samples only), ``device`` (the last tensor on the
             CPU), ``out-overlap`` and ``out-internal-overlap``. Default: every
             kind that applies. ``"dtype-absmax"`` makes that argument wrong.
+        bad_values: ``{what: make}``: values the kernel must refuse (an index
+            out of range, a negative length): ``make(args)`` puts one into
+            samples' arguments; the kernel must raise, never crash or return.
         huge: run once on inputs past 2^31 elements, expanded from one element
             each (with EXTENSION_CPP_HUGE=1; elementwise ops, default samples).
+        imports: what a finding's reproducer imports to register the op
+            (default: the packages that registered its Python kernels, and
+            the namespace's).
         checks: run only these checks (default: all).
         skip: ``{check: reason}``: checks that do not apply, the reason shown on
             their skipped cases. Prefer this to leaving a check out of
@@ -193,7 +199,9 @@ class OpSpec:
     nondeterministic: bool = False
     same_error_words: bool = True
     bad_inputs: Sequence[str] | None = None
+    bad_values: dict[str, Callable[[list], list]] | None = None
     huge: bool = False
+    imports: Sequence[str] = ()
     checks: Sequence[str] | None = None
     skip: dict[str, str] = dataclasses.field(default_factory=dict)
     # The names of keyword-only out arguments, read from the schema once:
@@ -254,9 +262,17 @@ class OpSpec:
                     f"{missing} ({', '.join(self.arg_name(i) for i in missing)}): list every "
                     "argument the schema marks Tensor(a!), or leave mutates out"
                 )
-            # An argument the op writes that its schema does not mark (a!)
-            # is the schema's bug: the opcheck check names it.
-            self._unmarked = tuple(sorted(set(declared) - set(written)))
+            # An argument the op writes (mutates=, or out=) that its schema
+            # does not mark (a!) is the schema's bug: the opcheck check names it.
+            arguments = overload._schema.arguments
+            outs = self.out_positions(arguments) if self.out else []
+            marked = [
+                i
+                for i in outs
+                if arguments[i].alias_info is not None and arguments[i].alias_info.is_write
+            ]
+            writes = set(declared) | set(outs)
+            self._unmarked = tuple(sorted(writes - set(written) - set(marked)))
             self.mutates = declared
         else:
             self.mutates = sorted(self.mutates or ())
@@ -325,8 +341,8 @@ class OpSpec:
         ]
 
     def unmarked_writes(self, overload) -> tuple:
-        """The arguments the op writes (``mutates``) that its schema does not
-        mark ``Tensor(a!)``: the schema's bug."""
+        """The arguments the op writes (``mutates`` and ``out``) that its schema
+        does not mark ``Tensor(a!)``: the schema's bug."""
         return self._unmarked if overload is _resolve_overload(self.op) else ()
 
     # -- inputs -------------------------------------------------------------

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch._subclasses.fake_tensor import DynamicOutputShapeException
 
+from . import reproducers
 from .case import AcceptedLimitation, Case, ConformanceFailure
 from .checks import CHECKS
 from .checks.base import Accepted, Failed, SpecError, first_lines
@@ -48,7 +49,18 @@ def cases(spec: OpSpec) -> list[Case]:
 
 def run_case(spec: OpSpec, case: Case) -> None:
     """Runs one case here; raises ConformanceFailure (or AcceptedLimitation,
-    for a limitation the spec declares) naming check, case and fix."""
+    for a limitation the spec declares) naming check, case and fix, after
+    writing the finding's reproducer where asked (reproducers.py)."""
+    try:
+        _run_case(spec, case)
+    except AcceptedLimitation:
+        raise
+    except ConformanceFailure as failure:
+        reproducers.maybe_write(spec, case, failure)
+        raise
+
+
+def _run_case(spec: OpSpec, case: Case) -> None:
     check = CHECKS[case.check]
     torch.manual_seed(zlib.crc32(case.id.encode()))
     try:
@@ -62,7 +74,7 @@ def run_case(spec: OpSpec, case: Case) -> None:
         fix = f"fix OpSpec({e.field}=...)" + (f": {e.fix}" if e.fix else "")
         raise ConformanceFailure(case.check, case.id, f"the OpSpec: {e}", fix) from None
     except Failed as e:
-        lacking = _lacking(spec, case)
+        lacking = None if e.schema else _lacking(spec, case)
         fix = lacking.fix if lacking is not None else e.fix or check.fix
         raise ConformanceFailure(case.check, case.id, str(e), fix) from None
     except Exception as e:  # noqa: BLE001  (reported as this check's failure)

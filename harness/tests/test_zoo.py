@@ -14,7 +14,9 @@ import dataclasses
 import json
 import os
 import re
+import shutil
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from xml.etree import ElementTree
 
 import pytest
@@ -27,9 +29,11 @@ from extension_cpp_testing import (
     FIXES,
     FORWARD_MODES,
     ConformanceFailure,
+    OpSpec,
     cases,
     run_all,
 )
+from extension_cpp_testing.checks.bad_input import BAD_VALUE_FIX
 from extension_cpp_testing.checks.cuda import STREAM_LEFT_CURRENT_FIX
 from extension_cpp_testing.checks.gradients import (
     SILENT_MODE_FIX,
@@ -190,6 +194,11 @@ BUGS = {
         "autodiff",
         {"autodiff"},
     ),
+    "clamping_gather_rows": (
+        "an index past the last row read as the last row, no error (bad_values)",
+        "bad_input",
+        {"bad_input"},
+    ),
     "catch_all_mul": (
         "a kernel registered without a dispatch key: a legacy catch-all",
         "fake",
@@ -207,8 +216,10 @@ SPECIFIC_FIXES = {
     "stream_leaking_mul": STREAM_LEFT_CURRENT_FIX,
     "register_autograd_mul": UNCLAIMED_MODE_FIX,
     "unmarked_scale_": UNMARKED_WRITE_FIX,
+    "unmarked_add_out": UNMARKED_WRITE_FIX,
     "mul_declared_silent": SILENT_MODE_GONE_FIX,
     "catch_all_mul": CATCH_ALL_FIX,
+    "clamping_gather_rows": BAD_VALUE_FIX,
 }
 # Past 2^31 elements (EXTENSION_CPP_HUGE=1: a 4 GiB float16 output).
 HUGE_BUGS = {"int_count_mul": ("an int element count that overflows", "huge", {"huge"})}
@@ -270,6 +281,7 @@ DECLARED = [
     "out_first_add",
     "weighted_code_sum",
     "check_finite",
+    "gather_rows",
     "register_autograd_mul_silent",
 ]
 
@@ -461,14 +473,44 @@ def test_grad_args_per_layout_leave_the_unweighted_layout_without_gradients(zoo)
     assert unweighted == {"no_grad"}
 
 
-def test_a_write_the_schema_does_not_mark_is_named(zoo):
-    """unmarked_scale_ declares in mutates= the x it writes: the opcheck
-    check names the schema that misses the (a!)."""
-    failures = run_all(zoo["unmarked_scale_"], checks={"opcheck"})["opcheck"]
+@pytest.mark.parametrize(
+    ("op_name", "written", "schema"),
+    [
+        ("unmarked_scale_", "x", "(Tensor x, float alpha) -> ()"),
+        ("unmarked_add_out", "out", "(Tensor a, Tensor b, Tensor out) -> ()"),
+    ],
+)
+def test_a_write_the_schema_does_not_mark_is_named(zoo, op_name, written, schema):
+    """unmarked_scale_ declares in mutates= the x it writes, unmarked_add_out
+    in out= its out: the opcheck check names the schema that misses the (a!)."""
+    failures = run_all(zoo[op_name], checks={"opcheck"})["opcheck"]
     assert failures[0].what == (
-        "the op writes x (OpSpec(mutates=)), but its schema harness_zoo::unmarked_scale_"
-        "(Tensor x, float alpha) -> () does not mark it Tensor(a!)"
+        f"the op writes {written} (OpSpec(out=) or mutates=), but its schema "
+        f"harness_zoo::{op_name}{schema} does not mark it Tensor(a!)"
     )
+
+
+def test_a_schema_finding_keeps_its_fix_beside_a_missing_fake_kernel():
+    """An out= op whose schema lacks the (a!) and which has no fake kernel
+    has two causes: opcheck names the schema, the tracing checks the kernel."""
+    lib = torch.library.Library("harness_zoo_unmarked", "DEF")
+    lib.define("copy_out(Tensor x, Tensor out) -> ()")
+    lib.impl("copy_out", lambda x, out: out.copy_(x) and None, "CPU")
+    try:
+        spec = OpSpec(
+            torch.ops.harness_zoo_unmarked.copy_out.default,
+            reference=torch.clone,
+            arity=1,
+            out=True,
+            devices=("cpu",),
+            layouts=("contiguous",),
+            dtypes=(torch.float32,),
+        )
+        failures = run_all(spec, checks={"opcheck", "fake"})
+        assert {f.fix for f in failures["opcheck"]} == {UNMARKED_WRITE_FIX}
+        assert {f.fix for f in failures["fake"]} == {NO_FAKE_KERNEL_FIX}
+    finally:
+        lib._destroy()
 
 
 def test_an_out_named_first_is_what_is_compared(zoo):
@@ -680,6 +722,63 @@ def test_generated_pytest_tests_name_check_case_and_fix(tmp_path):
     properties = ElementTree.parse(junit).findall(".//testcase/properties/property")
     assert [p.get("name") for p in properties] == ["conformance_failure"] * 4
     assert any(FIXES["gradcheck"] in p.get("value") for p in properties)
+
+
+# Buggy zoo ops, the checks that show each bug, and a correct twin.
+REPRODUCED = {
+    "wrong_sign_mul": (("gradcheck",), "mul"),
+    "catch_all_mul": (("fake",), "mul"),
+    "fake_strides_mul": (("fake",), "mul"),
+    "no_vmap_mul": (("vmap",), "mul"),
+    "ulp_off_mul": (("results",), "mul"),
+    "clamping_gather_rows": (("bad_input",), "gather_rows"),
+}
+
+
+def test_each_finding_writes_a_reproducer_that_runs_with_plain_python(tmp_path):
+    """--conformance-reproducers: one script per op and cause, which fails on
+    the buggy op and passes with its correct twin in its place."""
+    module = tmp_path / "test_reproduced.py"
+    module.write_text(
+        "import dataclasses\n"
+        "from extension_cpp_testing import conformance_tests\n"
+        "from harness_zoo import zoo\n\n"
+        "specs = zoo.load()\n"
+        + "".join(
+            f"test_{name} = conformance_tests(dataclasses.replace(specs[{name!r}], "
+            f"checks={checks!r}, imports=('harness_zoo.registered',)))\n"
+            for name, (checks, _) in REPRODUCED.items()
+        )
+    )
+    folder = tmp_path / "reproducers"
+    proc = run_python(
+        ["-m", "pytest", "-p", "extension_cpp_testing.pytest_plugin", "-p", "no:cacheprovider"]
+        + ["-p", "no:randomly", f"--conformance-reproducers={folder}", str(module)],
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert f"reproducers: {len(REPRODUCED)} in {folder}" in proc.stdout
+    scripts = sorted(folder.glob("*.py"))
+    assert len(scripts) == len(REPRODUCED), scripts
+    runs = {}
+    for name, (_, twin) in REPRODUCED.items():
+        (script,) = folder.glob(name.replace("_", "-") + "--*.py")
+        assert "extension_cpp_testing" not in script.read_text().split('"""')[-1]
+        fixed = script.with_name(f"twin-{script.name}")
+        fixed.write_text(script.read_text().replace(f".{name}.", f".{twin}."))
+        shutil.copy(script.with_suffix(".pt"), fixed.with_suffix(".pt"))
+        runs[name] = (script, fixed)
+    # Each script is a python process of its own: a few at a time.
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        done = {
+            (name, kind): pool.submit(run_python, [path])
+            for name, paths in runs.items()
+            for kind, path in zip(("buggy", "twin"), paths)
+        }
+    for (name, kind), future in done.items():
+        proc = future.result()
+        want = 1 if kind == "buggy" else 0
+        assert proc.returncode == want, (name, kind, proc.stdout[-2000:], proc.stderr[-2000:])
 
 
 # register_autograd_mul with its forward modes declared silent, and mul

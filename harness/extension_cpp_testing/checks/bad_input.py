@@ -1,9 +1,11 @@
 """bad_input and internal_assert: a wrong dtype, shape or device, or an
 out that overlaps an input or itself, raises a clear error, the same in
-eager, fake and compiled code, and never an internal assert."""
+eager, fake and compiled code, and never an internal assert; and a bad
+value the OpSpec declares (bad_values=), the kernel refuses."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import torch
@@ -20,6 +22,13 @@ if TYPE_CHECKING:
 
 # The kinds of bad input, each a way to make one argument wrong.
 BAD_INPUT_KINDS = ("dtype", "shape", "device", "out-overlap", "out-internal-overlap")
+
+
+BAD_VALUE_FIX = (
+    "the kernel must check the values the user controls (indices in range, offsets "
+    "non-decreasing, lengths non-negative) with TORCH_CHECK, naming the argument and the "
+    "value received, before it reads or writes memory by them"
+)
 
 
 ACCEPTED_DTYPE_FIX = (
@@ -76,6 +85,38 @@ def _cases(spec: OpSpec, check: str, device: str):
         if kind.startswith("device") and not device.startswith("cuda"):
             continue  # generated under "cuda": one input there, one on the CPU
         yield case(spec, check, device, variant=kind)
+    for what in spec.bad_values or {}:
+        yield case(spec, check, device, variant=VALUE + _slug(what))
+
+
+# A bad value's variant: "value-" and the slug of the spec's description.
+VALUE = "value-"
+
+
+def _slug(what: str) -> str:
+    return re.sub(r"[^0-9a-zA-Z]+", "-", what).strip("-").lower()
+
+
+def _bad_value_args(spec: OpSpec, case: Case) -> tuple[list, str]:
+    """(the arguments holding the bad value the case's variant names, its description)."""
+    what = next(w for w in spec.bad_values if VALUE + _slug(w) == case.variant)
+    args = spec.sample(spec.base_layout, spec.first_dtype, case.device)
+    return list(spec.bad_values[what](args)), what
+
+
+def _check_bad_value(spec: OpSpec, case: Case, internal_assert: bool) -> None:
+    """The kernel refuses the bad value with an error (a crash fails the
+    case in its process); internal_assert: in TORCH_CHECK's words."""
+    args, what = _bad_value_args(spec, case)
+    error = _error(lambda *a: spec.invoke(a), args)
+    if internal_assert:
+        if error is not None and "INTERNAL ASSERT" in str(error):
+            raise Failed(
+                f"{what}: a user's bad value is reported as an internal error: {message(error)!r}"
+            )
+        return
+    if error is None:
+        raise Failed(f"{what}: the op returned without an error", fix=BAD_VALUE_FIX)
 
 
 def _wrong_dtype(spec: OpSpec, t: torch.Tensor) -> torch.dtype:
@@ -180,6 +221,9 @@ def _compiled_error(spec: OpSpec, args):
 
 
 def check_bad_input(spec: OpSpec, case: Case) -> None:
+    if case.variant.startswith(VALUE):
+        _check_bad_value(spec, case, internal_assert=False)
+        return
     # Fresh arguments for each call: a copy would lose the aliasing of the
     # out-overlap cases.
     device = "cuda" if case.variant.startswith("device") else case.device
@@ -215,6 +259,9 @@ def check_bad_input(spec: OpSpec, case: Case) -> None:
 
 
 def check_internal_assert(spec: OpSpec, case: Case) -> None:
+    if case.variant.startswith(VALUE):
+        _check_bad_value(spec, case, internal_assert=True)
+        return
     device = "cuda" if case.variant.startswith("device") else case.device
     args, what = bad_args(spec, case.variant, device)
     for where, error in (

@@ -21,11 +21,13 @@ class Failed(Exception):
     """A check's own finding (as opposed to an error from inside the op).
 
     ``fix`` replaces the check's usual fix where the finding calls for another.
+    ``schema``: found in the op's schema without running it, so it stands
+    whatever the op lacks in registrations (registrations.py).
     """
 
-    def __init__(self, what: str, fix: str | None = None):
+    def __init__(self, what: str, fix: str | None = None, schema: bool = False):
         super().__init__(what)
-        self.fix = fix
+        self.fix, self.schema = fix, schema
 
 
 class Accepted(Failed):

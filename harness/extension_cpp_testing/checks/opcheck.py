@@ -85,9 +85,10 @@ def check_opcheck(spec: OpSpec, case: Case) -> None:
     if unmarked:
         names = ", ".join(spec.arg_name(i) for i in unmarked)
         raise Failed(
-            f"the op writes {names} (OpSpec(mutates=)), but its schema {overload._schema} "
-            "does not mark it Tensor(a!)",
+            f"the op writes {names} (OpSpec(out=) or mutates=), but its schema "
+            f"{overload._schema} does not mark it Tensor(a!)",
             fix=UNMARKED_WRITE_FIX,
+            schema=True,
         )
     if case.variant == "requires_grad":
         args = _with_grad(spec, case, args)

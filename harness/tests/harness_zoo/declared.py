@@ -17,10 +17,12 @@ The correct ops, each of which must pass every check:
 - out_first_add: an out= op whose out is its first argument (out=("out",));
 - weighted_code_sum: an optional weight, the only input to differentiate
   (grad_args per layout: () where it is None);
-- check_finite: returns nothing (no gradient cases).
+- check_finite: returns nothing (no gradient cases);
+- gather_rows: an index whose values it must check (bad_values).
 
 The broken ones: wrong_sign_float32_mul (gradcheck in float32 still sees a
-wrong sign), last_row_out_first_add, wrong_weight_grad_code_sum, and
+wrong sign), last_row_out_first_add, wrong_weight_grad_code_sum,
+clamping_gather_rows (reads the last row for an index past it), and
 unmarked_scale_ (a write that its schema does not mark, declared in mutates=).
 zoo.py declares register_autograd_mul's silent forward modes
 (register_autograd_mul_silent), and mul's, which raise (mul_declared_silent).
@@ -370,6 +372,50 @@ def _scale_reference(x, alpha):
     x.mul_(alpha)
 
 
+# -- gather_rows: an index the op must check -----------------------------------
+
+
+def _gather_rows(name, clamps):
+    op = f"harness_zoo.{name}"
+
+    def fake(x, index):
+        torch._check(
+            x.is_floating_point(),
+            lambda: f"{op}: expected x to have a floating-point dtype, got {x.dtype}",
+        )
+        torch._check(
+            index.dtype == torch.int64,
+            lambda: f"{op}: expected index to have dtype torch.int64, got {index.dtype}",
+        )
+        return x.new_empty((index.shape[0], *x.shape[1:]))
+
+    def kernel(x, index):
+        fake(x, index)
+        if clamps:  # the bug: an index out of range reads the nearest row
+            return x.index_select(0, index.clamp(0, x.shape[0] - 1))
+        outside = (index < 0) | (index >= x.shape[0])
+        if outside.any():
+            raise RuntimeError(
+                f"{op}: expected every index in [0, {x.shape[0]}), got {index[outside][0].item()}"
+            )
+        return x.index_select(0, index)
+
+    return kernel, fake
+
+
+def _gather_rows_samples(layout, dtype, device, rows):
+    """[x, index]: rows x 5 values, and 4 indices into its rows."""
+    x = torch.randn(rows, 5, dtype=dtype, device=device)
+    return [x, torch.randint(0, rows, (4,), device=device)]
+
+
+def _index_out_of_range(args):
+    x, index = args
+    index = index.clone()
+    index[-1] = x.shape[0]
+    return [x, index]
+
+
 # -- registration and specs ---------------------------------------------------
 
 
@@ -390,6 +436,8 @@ def register() -> None:
         _define(f"{name}(Tensor codes, Tensor? weights) -> Tensor", *_weighted_code_sum(name))
     _define("check_finite(Tensor x) -> ()", _check_finite, _check_finite_fake)
     _define("unmarked_scale_(Tensor x, float alpha) -> ()", _unmarked_scale_, _unmarked_scale_fake)
+    for name, clamps in (("gather_rows", False), ("clamping_gather_rows", True)):
+        _define(f"{name}(Tensor x, Tensor index) -> Tensor", *_gather_rows(name, clamps))
 
     # Backwards, each an autograd.Function (reverse mode only).
     def save_x(ctx, inputs, output):
@@ -514,5 +562,15 @@ def specs() -> dict[str, OpSpec]:
             samples=_weighted_code_sum_samples,
             grad_args={"weighted": (1,), "unweighted": ()},
             **{**zoo, "layouts": ("weighted", "unweighted"), "exact": False},
+        )
+    for name in ("gather_rows", "clamping_gather_rows"):
+        # Its index is a value the op must check: declared as a bad value.
+        found[name] = OpSpec(
+            getattr(ops, name).default,
+            reference=lambda x, index: x.index_select(0, index),
+            samples=_gather_rows_samples,
+            bad_values={"an index past the last row": _index_out_of_range},
+            checks=("results", "bad_input", "internal_assert"),
+            **cpu,
         )
     return found
