@@ -77,7 +77,6 @@ KNOWN = {
     **_known(
         findings.roi_pool_reads_rois_of_the_wrong_shape,
         "roi_pool-bad_input-cpu-shape",
-        "roi_pool-internal_assert-cpu-shape",
     ),
     **_known(
         findings.nms_fake_kernel_accepts_integer_boxes,
