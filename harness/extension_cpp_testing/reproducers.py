@@ -155,7 +155,7 @@ def _kind(case: Case, fix: str) -> str | None:
         return "fake"
     if fix == NO_AUTOGRAD_FIX or case.check in ("gradcheck", "gradgradcheck"):
         return "gradients"
-    if case.check in ("dynamic", "export"):
+    if case.check == "dynamic":
         return "compile"
     return case.check if case.check in _BODIES else None
 
@@ -168,7 +168,7 @@ def write(spec: OpSpec, case: Case, failure: ConformanceFailure, folder: str) ->
     """Writes the finding's reproducer into folder unless one is there:
     its path, or None where the op is no OpOverload or no script shows the check."""
     from .checks.bad_input import VALUE, _bad_value_args, bad_args
-    from .checks.base import fresh_args
+    from .checks.base import fresh_args, outputs
 
     overload = spec.resolved_overload()
     kind = _kind(case, failure.fix)
@@ -196,8 +196,8 @@ def write(spec: OpSpec, case: Case, failure: ConformanceFailure, folder: str) ->
     if kind in ("results", "strides"):
         saved["expected"] = spec.reference(*spec.inputs_of(copy_args(args)))
         saved["out"] = spec.out_positions(args) if spec.out else []
-        dtypes = [a.dtype for a in args if isinstance(a, torch.Tensor)]
-        saved["tolerance"] = spec.tolerance(dtypes[0]) if dtypes else {}
+        first = outputs(saved["expected"])[0]
+        saved["tolerance"] = spec.tolerance(first.dtype) if first is not None else {}
     if kind == "gradients":
         saved["grad_positions"] = spec.grad_positions(args, case.layout)
     namespace, name = overload.name().split("::")
