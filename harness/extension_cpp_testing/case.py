@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 
 import torch
 
@@ -17,6 +18,11 @@ HAS_CUDA = torch.cuda.is_available()
 # Tensors past 2^31 elements: 4 GiB (float16) per check, run only when asked.
 HUGE = os.environ.get("EXTENSION_CPP_HUGE") == "1"
 HUGE_NUMEL = 2**31 + 2**16
+
+
+def slug(text: str) -> str:
+    """text in lower-case letters, digits and dashes: a case id's variant, a file name."""
+    return re.sub(r"[^0-9a-zA-Z]+", "-", text).strip("-").lower()
 
 
 class ConformanceFailure(AssertionError):

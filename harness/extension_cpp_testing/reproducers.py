@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .case import Case, ConformanceFailure
+from .case import Case, ConformanceFailure, slug
 from .layouts import copy_args
 from .registrations import CATCH_ALL_FIX, CAUSES, NO_AUTOGRAD_FIX, NO_FAKE_KERNEL_FIX
 
@@ -160,14 +160,10 @@ def _kind(case: Case, fix: str) -> str | None:
     return case.check if case.check in _BODIES else None
 
 
-def slug(text: str) -> str:
-    return re.sub(r"[^0-9a-zA-Z]+", "-", text).strip("-").lower()
-
-
 def write(spec: OpSpec, case: Case, failure: ConformanceFailure, folder: str) -> Path | None:
     """Writes the finding's reproducer into folder unless one is there:
     its path, or None where the op is no OpOverload or no script shows the check."""
-    from .checks.bad_input import VALUE, _bad_value_args, bad_args
+    from .checks.bad_input import case_args
     from .checks.base import fresh_args, outputs
 
     overload = spec.resolved_overload()
@@ -182,11 +178,7 @@ def write(spec: OpSpec, case: Case, failure: ConformanceFailure, folder: str) ->
     saved: dict = {}
     what = ""
     if case.check in ("bad_input", "internal_assert"):
-        if case.variant.startswith(VALUE):
-            args, what = _bad_value_args(spec, case)
-        else:
-            device = "cuda" if case.variant.startswith("device") else case.device
-            args, what = bad_args(spec, case.variant, device)
+        args, what = case_args(spec, case)
     elif kind == "vmap":
         saved["samples"] = [fresh_args(spec, case, small=True) for _ in range(3)]
         args = saved["samples"][0]

@@ -5,12 +5,11 @@ value the OpSpec declares (bad_values=), the kernel refuses."""
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 import torch
 
-from ..case import Case
+from ..case import Case, slug
 from ..layouts import random_tensor
 from ..registrations import missing_for_check
 from .base import Check, Failed, SpecError, case, message
@@ -86,37 +85,41 @@ def _cases(spec: OpSpec, check: str, device: str):
             continue  # generated under "cuda": one input there, one on the CPU
         yield case(spec, check, device, variant=kind)
     for what in spec.bad_values or {}:
-        yield case(spec, check, device, variant=VALUE + _slug(what))
+        yield case(spec, check, device, variant=VALUE + slug(what))
 
 
 # A bad value's variant: "value-" and the slug of the spec's description.
 VALUE = "value-"
 
 
-def _slug(what: str) -> str:
-    return re.sub(r"[^0-9a-zA-Z]+", "-", what).strip("-").lower()
+def case_args(spec: OpSpec, case: Case) -> tuple[list, str]:
+    """(fresh arguments with the case's bad input or bad value, what is bad
+    in them). A device case has its tensors on the GPU but one."""
+    if case.variant.startswith(VALUE):
+        what = next(w for w in spec.bad_values if VALUE + slug(w) == case.variant)
+        args = spec.sample(spec.base_layout, spec.first_dtype, case.device)
+        return list(spec.bad_values[what](args)), what
+    device = "cuda" if case.variant.startswith("device") else case.device
+    return bad_args(spec, case.variant, device)
 
 
-def _bad_value_args(spec: OpSpec, case: Case) -> tuple[list, str]:
-    """(the arguments holding the bad value the case's variant names, its description)."""
-    what = next(w for w in spec.bad_values if VALUE + _slug(w) == case.variant)
-    args = spec.sample(spec.base_layout, spec.first_dtype, case.device)
-    return list(spec.bad_values[what](args)), what
-
-
-def _check_bad_value(spec: OpSpec, case: Case, internal_assert: bool) -> None:
+def _refuses_bad_value(spec: OpSpec, case: Case) -> None:
     """The kernel refuses the bad value with an error (a crash fails the
-    case in its process); internal_assert: in TORCH_CHECK's words."""
-    args, what = _bad_value_args(spec, case)
-    error = _error(lambda *a: spec.invoke(a), args)
-    if internal_assert:
-        if error is not None and "INTERNAL ASSERT" in str(error):
-            raise Failed(
-                f"{what}: a user's bad value is reported as an internal error: {message(error)!r}"
-            )
-        return
-    if error is None:
+    case in its process)."""
+    args, what = case_args(spec, case)
+    if _error(lambda *a: spec.invoke(a), args) is None:
         raise Failed(f"{what}: the op returned without an error", fix=BAD_VALUE_FIX)
+
+
+def _bad_value_is_no_internal_assert(spec: OpSpec, case: Case) -> None:
+    """The kernel's error for the bad value is TORCH_CHECK's, not an internal
+    assert's (no error at all is bad_input's finding)."""
+    args, what = case_args(spec, case)
+    error = _error(lambda *a: spec.invoke(a), args)
+    if error is not None and "INTERNAL ASSERT" in str(error):
+        raise Failed(
+            f"{what}: a user's bad value is reported as an internal error: {message(error)!r}"
+        )
 
 
 def _wrong_dtype(spec: OpSpec, t: torch.Tensor) -> torch.dtype:
@@ -222,12 +225,11 @@ def _compiled_error(spec: OpSpec, args):
 
 def check_bad_input(spec: OpSpec, case: Case) -> None:
     if case.variant.startswith(VALUE):
-        _check_bad_value(spec, case, internal_assert=False)
+        _refuses_bad_value(spec, case)
         return
     # Fresh arguments for each call: a copy would lose the aliasing of the
     # out-overlap cases.
-    device = "cuda" if case.variant.startswith("device") else case.device
-    args, what = bad_args(spec, case.variant, device)
+    args, what = case_args(spec, case)
     eager = _error(lambda *a: spec.invoke(a), args)
     if eager is None:
         fix = ACCEPTED_DTYPE_FIX if case.variant.startswith("dtype") else None
@@ -240,7 +242,7 @@ def check_bad_input(spec: OpSpec, case: Case) -> None:
     overload = spec.resolved_overload()
     lacking = missing_for_check(overload, "fake") if overload is not None else None
     fake_fix = lacking.fix if lacking is not None else None
-    fake = _error(lambda *a: fake_call(spec, a), bad_args(spec, case.variant, device)[0])
+    fake = _error(lambda *a: fake_call(spec, a), case_args(spec, case)[0])
     if fake is None:
         raise Failed(
             f"{what}: the fake kernel accepted it, where the real kernel raises {said!r}",
@@ -251,7 +253,7 @@ def check_bad_input(spec: OpSpec, case: Case) -> None:
             f"{what}: the fake kernel's error {message(fake)!r} is not the real kernel's {said!r}",
             fix=fake_fix,
         )
-    compiled = _compiled_error(spec, bad_args(spec, case.variant, device)[0])
+    compiled = _compiled_error(spec, case_args(spec, case)[0])
     words = said if spec.same_error_words else ""
     if compiled is None or words not in str(compiled):
         got = "no error" if compiled is None else repr(message(compiled))
@@ -260,13 +262,12 @@ def check_bad_input(spec: OpSpec, case: Case) -> None:
 
 def check_internal_assert(spec: OpSpec, case: Case) -> None:
     if case.variant.startswith(VALUE):
-        _check_bad_value(spec, case, internal_assert=True)
+        _bad_value_is_no_internal_assert(spec, case)
         return
-    device = "cuda" if case.variant.startswith("device") else case.device
-    args, what = bad_args(spec, case.variant, device)
+    args, what = case_args(spec, case)
     for where, error in (
         ("eager", _error(lambda *a: spec.invoke(a), args)),
-        ("compiled", _compiled_error(spec, bad_args(spec, case.variant, device)[0])),
+        ("compiled", _compiled_error(spec, case_args(spec, case)[0])),
     ):
         # No error at all is bad_input's finding, not a second one here.
         if error is not None and "INTERNAL ASSERT" in str(error):
