@@ -1,8 +1,5 @@
-"""The harness's pytest plugin (extension_cpp_testing.pytest_plugin), under
-this package's name: load one of the two, not both."""
+"""The harness's pytest plugin under this package's name: ``-p`` naming
+this module loads extension_cpp_testing.pytest_plugin (once, however many
+names ask for it)."""
 
-from extension_cpp_testing.pytest_plugin import (  # noqa: F401
-    pytest_configure,
-    pytest_runtest_makereport,
-    pytest_terminal_summary,
-)
+pytest_plugins = ["extension_cpp_testing.pytest_plugin"]

@@ -16,9 +16,9 @@ docs/check_your_op.md walks through them. The cases run in a worker process
 (worker.py), so a kernel that crashes fails its case and the run goes on;
 :func:`call_isolated` runs any other call of a kernel there (what a test
 module computes at import, a reproducer).
-Load the pytest plugin (``pytest_plugins = ["extension_cpp_testing.pytest_plugin"]``
-in your top-level conftest.py, or ``-p extension_cpp_testing.pytest_plugin``)
-for the ``cuda`` and ``huge`` markers and a summary of findings by op and cause.
+The pytest plugin (pytest_plugin.py, which pytest loads wherever this
+distribution is installed) adds the ``cuda`` and ``huge`` markers and a
+summary of findings by op and cause.
 
 Pure Python: it needs torch (any release from the oldest this distribution
 is tested on, see its pyproject.toml) and, for conformance_tests, pytest.

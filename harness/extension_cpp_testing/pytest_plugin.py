@@ -6,9 +6,14 @@ the JUnit XML as the testcase's properties), and ends the run with one
 finding per op and cause: a table of op x cause with the failed cases'
 count and checks, then each fix once with a case or two and what they
 showed; and a count of the cases that showed a PyTorch limitation the
-OpSpecs declare (``silent_modes``). Load it from your top-level conftest.py
-(under ``-n``, pytest loads a test module's plugins in the workers only, and
-the summary is the controller's)::
+OpSpecs declare (``silent_modes``).
+
+Installed with the harness, it is a pytest11 entry point: pytest loads it
+in every process, the pytest-xdist controller (which prints the summary)
+included. Where plugins don't load themselves (PYTEST_DISABLE_PLUGIN_AUTOLOAD,
+or the harness on PYTHONPATH), load it from your top-level conftest.py, not a
+test module: under ``-n`` pytest loads a test module's plugins in the
+workers only::
 
     pytest_plugins = ["extension_cpp_testing.pytest_plugin"]
 """

@@ -724,6 +724,32 @@ def test_generated_pytest_tests_name_check_case_and_fix(tmp_path):
     assert any(FIXES["gradcheck"] in p.get("value") for p in properties)
 
 
+def test_the_summary_is_printed_once_under_xdist(tmp_path):
+    """The plugin loads itself (an entry point), so the pytest-xdist
+    controller prints the findings even where only a test module names the
+    plugin, which the worker then loads once."""
+    module = tmp_path / "test_under_xdist.py"
+    module.write_text(
+        'pytest_plugins = ["extension_cpp_testing.pytest_plugin"]\n'
+        "import dataclasses\n"
+        "import torch\n"
+        "from extension_cpp_testing import conformance_tests\n"
+        "from harness_zoo import zoo\n\n"
+        'spec = zoo.load()["wrong_sign_mul"]\n'
+        "test_wrong_sign = conformance_tests(dataclasses.replace(\n"
+        '    spec, checks=("gradcheck",), layouts=("contiguous",), dtypes=(torch.float64,)))\n'
+    )
+    proc = run_python(
+        ["-m", "pytest", "-n", "1", "-p", "no:cacheprovider", str(module)],
+        cwd=tmp_path,
+    )
+    out = proc.stdout
+    assert proc.returncode == 1, out[-3000:] + proc.stderr[-3000:]
+    assert "1 failed" in out, out[-3000:]
+    assert out.count("conformance findings by op and cause") == 1, out[-3000:]
+    assert re.search(r"\nwrong_sign_mul +gradcheck \[1\] +1 +gradcheck 1\n", out), out[-3000:]
+
+
 # Buggy zoo ops, the checks that show each bug, and a correct twin.
 REPRODUCED = {
     "wrong_sign_mul": (("gradcheck",), "mul"),
