@@ -30,7 +30,7 @@ from collections.abc import Iterable
 
 import torch
 
-from . import checks
+from . import checks, findings
 from .autodiff import FORWARD_MODES, MODES, REVERSE_MODES
 from .case import AcceptedLimitation, Case, ConformanceFailure
 from .checks import CHECKS, FIXES
@@ -160,13 +160,23 @@ def conformance_tests(
 class Results(dict):
     """run_all's answer: check -> the ConformanceFailures of its cases, and
     ``accepted``: the cases that showed a limitation the OpSpec declares
-    (``silent_modes``), which are no failures."""
+    (``silent_modes``), which are no failures. ``findings()`` groups the
+    failures by op and cause, and ``report()`` is the text the pytest
+    plugin prints for them."""
 
     accepted: list[AcceptedLimitation]
 
     def __init__(self):
         super().__init__()
         self.accepted = []
+
+    def findings(self) -> dict[tuple[str, str], list[ConformanceFailure]]:
+        """(op, fix) -> the failures it explains; a fix names one cause."""
+        return findings.group(f for failures in self.values() for f in failures)
+
+    def report(self) -> str:
+        """The findings as a table of op x cause, then each fix once with a case or two."""
+        return "\n".join(findings.report(self.findings())) if self else "no findings"
 
 
 def run_all(spec: OpSpec, checks=None) -> Results:

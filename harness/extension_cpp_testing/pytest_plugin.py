@@ -24,8 +24,8 @@ import os
 
 import pytest
 
+from . import findings
 from .case import AcceptedLimitation, ConformanceFailure
-from .registrations import CAUSES
 from .reproducers import ENV
 
 _KEY = "conformance_failure"
@@ -65,15 +65,11 @@ def pytest_runtest_makereport(item, call):
         item.user_properties.append(record)
 
 
-# Examples shown under each fix.
-_EXAMPLES = 2
-
-
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    """One finding per op and cause (a fix names one cause), as a table,
-    then each fix once with a few of its cases; then how many cases showed a
-    PyTorch limitation the OpSpecs declare."""
-    findings: dict[tuple[str, str], list] = {}
+    """One finding per op and cause (findings.py), as a table, then each fix
+    once with a few of its cases; then how many cases showed a PyTorch
+    limitation the OpSpecs declare."""
+    failures = []
     accepted: dict[str, list] = {}
     for report in terminalreporter.stats.get("failed", []) + terminalreporter.stats.get(
         "xfailed", []
@@ -85,10 +81,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             if kind == "accepted":
                 accepted.setdefault(fix, []).append(case)
             elif report.failed:
-                op = ConformanceFailure(check, case, what, fix).op
-                findings.setdefault((op, fix), []).append((check, case, what))
-    if findings:
-        _write_findings(terminalreporter, findings)
+                failures.append(ConformanceFailure(check, case, what, fix))
+    if failures:
+        terminalreporter.section("conformance findings by op and cause")
+        for line in findings.report(findings.group(failures)):
+            terminalreporter.write_line(line)
         folder = config.getoption("conformance_reproducers", None)
         if folder and os.path.isdir(folder):
             scripts = sorted(p for p in os.listdir(folder) if p.endswith(".py"))
@@ -100,31 +97,3 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         for fix, cases in accepted.items():
             terminalreporter.write_line(f"{len(cases)} cases, e.g. {cases[0]}")
             terminalreporter.write_line(f"  {fix}")
-
-
-def _write_findings(terminalreporter, findings: dict) -> None:
-    write = terminalreporter.write_line
-    ordered = sorted(findings.items(), key=lambda kv: (kv[0][0], -len(kv[1])))
-    fixes = list(dict.fromkeys(fix for (_, fix), _ in ordered))
-    total = sum(len(found) for found in findings.values())
-    terminalreporter.section("conformance findings by op and cause")
-    write(f"{len(findings)} findings (an op and a cause each) in {total} failed cases")
-    rows = []
-    for (op, fix), found in ordered:
-        checks: dict[str, int] = {}
-        for check, _, _ in found:
-            checks[check] = checks.get(check, 0) + 1
-        cause = CAUSES.get(fix, found[0][0])
-        by_check = ", ".join(f"{c} {n}" for c, n in sorted(checks.items()))
-        rows.append((op, f"{cause} [{fixes.index(fix) + 1}]", str(len(found)), by_check))
-    header = ("op", "cause [fix]", "cases", "checks")
-    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(3)]
-    for row in (header, *rows):
-        write(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:>{widths[2]}}  {row[3]}")
-    for n, fix in enumerate(fixes, 1):
-        write(f"[{n}] fix: {fix}")
-        cases = [c for (_, f), found in findings.items() if f == fix for c in found]
-        for _, case, what in cases[:_EXAMPLES]:
-            write(f"    {case}: {what.splitlines()[0][:160]}")
-        if len(cases) > _EXAMPLES:
-            write(f"    ... and {len(cases) - _EXAMPLES} more")

@@ -328,6 +328,15 @@ def test_a_catch_all_op_gets_one_fix_in_every_check_it_fails(zoo):
     failures = run_all(zoo["catch_all_mul"])
     fixes = {check: {f.fix for f in found} for check, found in failures.items()}
     assert fixes == {check: {CATCH_ALL_FIX} for check in BUGS["catch_all_mul"][2]}
+    # One finding, which the report shows as one row and its fix once.
+    (key,) = failures.findings()
+    assert key == ("catch_all_mul", CATCH_ALL_FIX)
+    total = sum(len(found) for found in failures.values())
+    report = failures.report()
+    assert f"1 findings (an op and a cause each) in {total} failed cases" in report
+    row = re.search(rf"\ncatch_all_mul +catch-all kernel \[1\] +{total} +(.*)\n", report)
+    assert row and "fake " in row.group(1) and "vmap " in row.group(1), report
+    assert report.count(CATCH_ALL_FIX) == 1
 
 
 def test_the_dispatcher_says_what_each_op_lacks(zoo):
