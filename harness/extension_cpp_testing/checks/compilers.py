@@ -9,7 +9,6 @@ import re
 from typing import TYPE_CHECKING
 
 import torch
-from torch._dynamo.testing import CompileCounterWithBackend
 from torch.fx.experimental import _config as fx_config
 
 from ..case import Case
@@ -88,6 +87,10 @@ def check_compile(spec: OpSpec, case: Case) -> None:
     args = fresh_args(spec, case)
     eager_args = copy_args(args)
     eager = spec.call(eager_args)
+    # Imported here: torch._dynamo.testing takes seconds to import, which a
+    # process that runs no compile case (a restarted worker, a reproducer) skips.
+    from torch._dynamo.testing import CompileCounterWithBackend
+
     torch._dynamo.reset()
     counter = CompileCounterWithBackend("inductor")
     compiled = torch.compile(returning(spec), backend=counter, fullgraph=True)

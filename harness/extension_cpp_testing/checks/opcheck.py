@@ -4,13 +4,13 @@ requires_grad."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import warnings
 from typing import TYPE_CHECKING
 
 import torch
-from torch.testing._internal.optests.aot_autograd import aot_autograd_check
 
 from ..case import Case
 from ..layouts import copy_args
@@ -45,14 +45,18 @@ OPCHECK_UTILS = (
 )
 
 
-# Fresh copies of the inputs for each of the check's runs, where this torch's
-# aot_autograd_check offers them (as opcheck's own call does; older releases
-# reuse the inputs, which a functional op leaves as they are).
-_COPY_INPUTS = (
-    {"copy_inputs": True}
-    if "copy_inputs" in inspect.signature(aot_autograd_check).parameters
-    else {}
-)
+def _aot_autograd_check():
+    """opcheck's AOT test, with fresh copies of the inputs for each of its
+    runs where this torch offers them (as opcheck's own call does; older
+    releases reuse the inputs, which a functional op leaves as they are).
+    Imported when first used: it imports torch._dynamo, which takes seconds,
+    and a process that runs no opcheck case (a restarted worker) skips that."""
+    from torch.testing._internal.optests.aot_autograd import aot_autograd_check
+
+    if "copy_inputs" in inspect.signature(aot_autograd_check).parameters:
+        return functools.partial(aot_autograd_check, copy_inputs=True)
+    return aot_autograd_check
+
 
 # The AOT tests of opcheck, which sum every output to differentiate it.
 AOT_DISPATCH = {"test_aot_dispatch_static": False, "test_aot_dispatch_dynamic": True}
@@ -118,13 +122,12 @@ def check_opcheck(spec: OpSpec, case: Case) -> None:
             raise Failed(_opcheck_said(e)) from None
         for util in aot_own:
             try:
-                aot_autograd_check(
+                _aot_autograd_check()(
                     lambda *a: floating_outputs(overload(*a)),
                     tuple(args),
                     {},
                     AOT_DISPATCH[util],
                     check_gradients="auto",
-                    **_COPY_INPUTS,
                 )
             except Exception as e:  # noqa: BLE001  (reported as opcheck's, by test name)
                 raise Failed(
