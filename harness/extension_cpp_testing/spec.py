@@ -157,9 +157,10 @@ class OpSpec:
             wider; default samples only), ``device`` (the last tensor on the
             CPU), ``out-overlap`` and ``out-internal-overlap``. Default: every
             kind that applies. ``"dtype-absmax"`` makes that argument wrong.
-        bad_values: ``{what: make}``: values the kernel must refuse (an index
-            out of range, a negative length): ``make(args)`` puts one into
-            samples' arguments; the kernel must raise, never crash or return.
+        bad_values: ``{what: make}``: arguments the kernel must refuse (an
+            index out of range, a negative length, a rank or shape its contract
+            excludes): ``make(args)`` puts one into samples' arguments; the
+            kernel must raise, never crash or return.
         huge: run once on inputs past 2^31 elements, expanded from one element
             each (with EXTENSION_CPP_HUGE=1; elementwise ops, default samples).
         imports: what a finding's reproducer imports to register the op
