@@ -228,7 +228,11 @@ def copy_arg(a):
         return a
     with torch.no_grad():
         storage = torch.empty(0, dtype=a.dtype, device=a.device).set_(a.untyped_storage())
-        copy = storage.clone().as_strided(a.shape, a.stride(), a.storage_offset())
+        storage = storage.clone()
+    # The view is made with grad mode on: autograd forbids writing, with grad
+    # on, into a view made under no_grad, which a reference that updates a
+    # mutated argument as the op does would do.
+    copy = storage.as_strided(a.shape, a.stride(), a.storage_offset())
     return copy.requires_grad_() if a.requires_grad and a.is_leaf else copy
 
 

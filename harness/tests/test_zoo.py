@@ -282,6 +282,7 @@ DECLARED = [
     "weighted_code_sum",
     "check_finite",
     "gather_rows",
+    "accumulate_mul",
     "register_autograd_mul_silent",
 ]
 

@@ -14,7 +14,7 @@ from torch.utils import _pytree as pytree
 
 from ..autodiff import MODES
 from ..case import Case
-from ..layouts import SMALL_LAYOUTS
+from ..layouts import SMALL_LAYOUTS, copy_arg
 from ..registrations import NO_AUTOGRAD_FIX
 from .base import (
     Accepted,
@@ -182,9 +182,16 @@ def differentiable_call(spec: OpSpec, case: Case, small=True):
             "grad_args",
         )
 
+    # What the op writes, each call gets a copy of: a shared out or
+    # accumulator would carry one call's writes into the next, and the finite
+    # differences would measure them, not the derivative.
+    written = [i for i in spec.written_positions(args) if i not in positions]
+
     def with_xs(fn):
         def call(*xs):
             full = list(args)
+            for i in written:
+                full[i] = copy_arg(args[i])
             for i, x in zip(positions, xs):
                 full[i] = x
             return fn(*full)

@@ -18,7 +18,9 @@ The correct ops, each of which must pass every check:
 - weighted_code_sum: an optional weight, the only input to differentiate
   (grad_args per layout: () where it is None);
 - check_finite: returns nothing (no gradient cases);
-- gather_rows: an index whose values it must check (bad_values).
+- gather_rows: an index whose values it must check (bad_values);
+- accumulate_mul: a result that depends on the acc it writes (mutates=,
+  differentiable=True: each gradient call gets an acc of its own).
 
 The broken ones: wrong_sign_float32_mul (gradcheck in float32 still sees a
 wrong sign), last_row_out_first_add, wrong_weight_grad_code_sum,
@@ -416,6 +418,49 @@ def _index_out_of_range(args):
     return [x, index]
 
 
+# -- accumulate_mul: adds a * b into acc and returns the sum ---------------------
+# Its result depends on what acc held: each gradient call needs an acc of its
+# own, or the previous call's sum leaks into gradcheck's finite differences.
+# A mutable op can't take torch.library's autograd: an autograd.Function in
+# the public function gives it one, as a library's Python wrapper would.
+
+
+def _accumulate_mul_fake(a, b, acc):
+    return torch.empty_like(acc)
+
+
+def _accumulate_mul(a, b, acc):
+    acc.add_(a * b)
+    return acc.clone()
+
+
+class _AccumulateMul(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b, acc):
+        ctx.save_for_backward(a, b)
+        return ops.accumulate_mul(a, b, acc)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        return grad * b, grad * a, None
+
+
+def accumulate_mul(a, b, acc):
+    """harness_zoo::accumulate_mul, differentiable in a and b."""
+    return _AccumulateMul.apply(a, b, acc)
+
+
+def _accumulate_mul_reference(a, b, acc):
+    acc.add_(a * b)  # the op's write, on the reference's copy
+    return acc.clone()
+
+
+def _accumulate_mul_samples(layout, dtype, device, rows):
+    """[a, b, acc]: acc holds values already, as an accumulator does."""
+    return [torch.randn(rows, 4, dtype=dtype, device=device) for _ in range(3)]
+
+
 # -- registration and specs ---------------------------------------------------
 
 
@@ -438,6 +483,11 @@ def register() -> None:
     _define("unmarked_scale_(Tensor x, float alpha) -> ()", _unmarked_scale_, _unmarked_scale_fake)
     for name, clamps in (("gather_rows", False), ("clamping_gather_rows", True)):
         _define(f"{name}(Tensor x, Tensor index) -> Tensor", *_gather_rows(name, clamps))
+    _define(
+        "accumulate_mul(Tensor a, Tensor b, Tensor(a!) acc) -> Tensor",
+        _accumulate_mul,
+        _accumulate_mul_fake,
+    )
 
     # Backwards, each an autograd.Function (reverse mode only).
     def save_x(ctx, inputs, output):
@@ -573,4 +623,16 @@ def specs() -> dict[str, OpSpec]:
             checks=("results", "bad_input", "internal_assert"),
             **cpu,
         )
+    # Writes acc, which its result depends on: the gradients of a and b (its
+    # autograd.Function has no forward mode).
+    found["accumulate_mul"] = OpSpec(
+        accumulate_mul,
+        reference=_accumulate_mul_reference,
+        samples=_accumulate_mul_samples,
+        mutates=(2,),
+        differentiable=True,
+        grad_args=(0, 1),
+        checks=("results", "gradcheck", "gradgradcheck", "autodiff"),
+        **{**cpu, "dtypes": (torch.float64,), "autodiff": ("reverse",)},
+    )
     return found
