@@ -169,7 +169,11 @@ class OpSpec:
         checks: run only these checks (default: all).
         skip: ``{check: reason}``: checks that do not apply, the reason shown on
             their skipped cases. Prefer this to leaving a check out of
-            ``checks``, which hides it.
+            ``checks``, which hides it. ``"check@label"`` skips the check's cases
+            of one layout or variant (``"compile@empty"``,
+            ``"results@out-non-contiguous"`` for an op that takes contiguous outs
+            only, ``"autodiff@jvp"``); ``"opcheck@<test>"`` drops one of
+            opcheck's tests (``OPCHECK_UTILS``) from its cases.
     """
 
     op: Callable
@@ -504,6 +508,14 @@ class OpSpec:
                 f"{[str(o) for o in recorder.ops] or 'none'}; pass the OpOverload as op"
             )
         return recorder.ops[0]
+
+    def skip_reason(self, check: str, layout=None, variant=None) -> str | None:
+        """Why ``skip`` leaves out this case of check: its ``check@<layout>``
+        or ``check@<variant>`` entry, else the check's own."""
+        for label in (layout, variant):
+            if label is not None and f"{check}@{label}" in self.skip:
+                return self.skip[f"{check}@{label}"]
+        return self.skip.get(check)
 
     def tolerance(self, dtype) -> dict:
         """rtol and atol for an output of this dtype: zero where exact or not floating."""

@@ -23,6 +23,7 @@ from .checks import CHECKS
 from .checks.base import Accepted, Failed, SpecError, first_lines
 from .checks.cuda import stream_kept
 from .checks.fake import DYNAMIC_OUTPUT_FIX
+from .checks.opcheck import OPCHECK_UTILS
 from .registrations import Missing, missing_for_check
 
 if TYPE_CHECKING:
@@ -33,18 +34,38 @@ def cases(spec: OpSpec) -> list[Case]:
     """Every case of every check the spec selects (``checks``), on each of
     its devices, CUDA ones included (they skip without a GPU)."""
     chosen = list(CHECKS) if spec.checks is None else list(spec.checks)
-    unknown = sorted((set(chosen) | set(spec.skip)) - set(CHECKS))
+    skipped = {key.split("@", 1)[0] for key in spec.skip}
+    unknown = sorted((set(chosen) | skipped) - set(CHECKS))
     if unknown:
         raise ValueError(
             f"OpSpec: checks and skip name unknown checks {unknown}; the checks are {list(CHECKS)}"
         )
-    return [
+    found = [
         case
         for device in spec.devices
         for name, check in CHECKS.items()
         if name in chosen
         for case in check.cases(spec, device)
     ]
+    _check_skip_labels(spec, chosen, found)
+    return found
+
+
+def _check_skip_labels(spec: OpSpec, chosen: list[str], found: list[Case]) -> None:
+    """Each ``check@label`` of OpSpec.skip names a layout or variant of some
+    case of that check (or, for opcheck, one of its tests)."""
+    labels: dict[str, set[str]] = {"opcheck": set(OPCHECK_UTILS)}
+    for case in found:
+        labels.setdefault(case.check, set()).update(
+            label for label in (case.layout, case.variant) if label is not None
+        )
+    for key in spec.skip:
+        check, _, label = key.partition("@")
+        if label and check in chosen and label not in labels.get(check, ()):
+            raise ValueError(
+                f"OpSpec(skip=): {key!r} matches no case of {check}; its layouts and "
+                f"variants here are {sorted(labels.get(check, ()))}"
+            )
 
 
 def run_case(spec: OpSpec, case: Case) -> None:

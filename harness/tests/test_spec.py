@@ -107,6 +107,32 @@ def test_unknown_names_are_refused(kwargs, message):
         cases(OpSpec(torch.ops.aten.mul.Tensor, reference=torch.mul, **kwargs))
 
 
+def test_skip_leaves_out_one_layout_or_variant_of_a_check():
+    """skip={"check@label": why}: the check's cases of that layout or variant
+    skip with the reason, its other cases and the other checks run; a label
+    no case of the check has is refused, naming those it has."""
+    spec = OpSpec(
+        torch.ops.aten.mul.Tensor,
+        reference=torch.mul,
+        skip={"compile@transposed": "why one", "bad_input@dtype": "why two"},
+    )
+    made = cases(spec)
+    skipped = {c.id: c.skip_reason for c in made if c.declared_skip}
+    assert skipped
+    assert all(c.check in ("compile", "bad_input") for c in made if c.declared_skip)
+    for c in made:
+        if c.check == "compile" and c.layout == "transposed":
+            assert skipped[c.id] == "declared by the OpSpec: why one", c.id
+        elif c.check == "bad_input" and c.variant == "dtype":
+            assert skipped[c.id] == "declared by the OpSpec: why two", c.id
+        else:
+            assert c.id not in skipped, c.id
+    with pytest.raises(ValueError, match=r"'compile@transposd' matches no case of compile; "):
+        cases(dataclasses.replace(spec, skip={"compile@transposd": "typo"}))
+    # opcheck's own tests are its labels too.
+    cases(dataclasses.replace(spec, skip={"opcheck@test_aot_dispatch_dynamic": "why"}))
+
+
 def test_one_table_holds_every_check_and_its_fix():
     assert list(CHECKS)[:3] == ["results", "strides", "fake"]
     for name, check in CHECKS.items():

@@ -342,6 +342,20 @@ def test_a_catch_all_op_gets_one_fix_in_every_check_it_fails(zoo):
     assert report.count(CATCH_ALL_FIX) == 1
 
 
+def test_skip_drops_one_of_opchecks_tests(zoo):
+    """skip={"opcheck@<test>": why} leaves that test out of opcheck's cases:
+    no_fake_mul fails test_faketensor, then the AOT tests, which need a fake
+    kernel too; with all three left out, opcheck passes."""
+    why = "no fake kernel by design"
+    spec = dataclasses.replace(
+        zoo["no_fake_mul"], checks=("opcheck",), skip={"opcheck@test_faketensor": why}
+    )
+    failures = run_all(spec)["opcheck"]
+    assert all("test_aot_dispatch_" in f.what for f in failures), failures[0].what
+    aot = {f"opcheck@test_aot_dispatch_{kind}": why for kind in ("static", "dynamic")}
+    assert not run_all(dataclasses.replace(spec, skip={**spec.skip, **aot}))
+
+
 def test_the_dispatcher_says_what_each_op_lacks(zoo):
     """registrations() reads the op's own kernels: a fake, autograd or vmap
     registration from Python or C++, a Python composite op (which

@@ -62,7 +62,8 @@ class Check:
 
 def case(spec: OpSpec, check: str, device: str, dtype=None, layout=None, variant=None) -> Case:
     """A case of this spec, with the reason the spec gives for skipping the check."""
-    return Case(spec.name, check, device, dtype, layout, variant, spec.skip.get(check))
+    skipped = spec.skip_reason(check, layout, variant)
+    return Case(spec.name, check, device, dtype, layout, variant, skipped)
 
 
 # -- errors and arguments ------------------------------------------------------

@@ -96,7 +96,7 @@ def check_opcheck(spec: OpSpec, case: Case) -> None:
         )
     if case.variant == "requires_grad":
         args = _with_grad(spec, case, args)
-    utils = OPCHECK_UTILS
+    utils = tuple(u for u in OPCHECK_UTILS if f"opcheck@{u}" not in spec.skip)
     if spec.dynamic_output:
         # A data-dependent size can't be traced with static shapes: torch.library's
         # own opcheck leaves test_aot_dispatch_static out by default.
