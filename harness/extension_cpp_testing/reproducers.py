@@ -68,10 +68,14 @@ positions = saved["grad_positions"]
 
 def f(*xs):
     full = list(args)
+    for i in saved["written"]:  # what the op writes: a copy for each call
+        full[i] = args[i].clone()
     for i, x in zip(positions, xs):
         full[i] = x
-    out = op(*full)
-    return tuple(o for o in outputs(out) if o.is_floating_point())
+    out = outputs(op(*full))
+    if saved["grad_outputs"] is not None:  # the outputs with a derivative
+        out = [out[i] for i in saved["grad_outputs"]]
+    return tuple(o for o in out if o is not None and o.is_floating_point())
 
 
 xs = [args[i].detach().requires_grad_() for i in positions]
@@ -192,6 +196,9 @@ def write(spec: OpSpec, case: Case, failure: ConformanceFailure, folder: str) ->
         saved["tolerance"] = spec.tolerance(first.dtype) if first is not None else {}
     if kind == "gradients":
         saved["grad_positions"] = spec.grad_positions(args, case.layout)
+        saved["grad_outputs"] = spec.grad_outputs
+        written = spec.written_positions(args)
+        saved["written"] = [i for i in written if i not in saved["grad_positions"]]
     namespace, name = overload.name().split("::")
     imports = "".join(f"import {m}  # registers the op\n" for m in _imports(spec, namespace))
     body = _BODIES[kind].format(

@@ -116,6 +116,10 @@ class OpSpec:
             does not differentiate. A dict gives them per layout label, ``()``
             for a layout with none (an optional input that is None there):
             that layout gets no gradient cases.
+        grad_outputs: the positions of the outputs those checks differentiate;
+            default every floating-point one. Leave out an output that has no
+            derivative by design (a statistic the op returns beside its result,
+            which its autograd formula gives no gradient).
         grad_dtype: the dtype of the gradient and autodiff checks: float64 (by
             default, where the op takes it), or float32 for an op without a
             float64 kernel, with tolerances that still catch a wrong sign,
@@ -173,7 +177,11 @@ class OpSpec:
             of one layout or variant (``"compile@empty"``,
             ``"results@out-non-contiguous"`` for an op that takes contiguous outs
             only, ``"autodiff@jvp"``); ``"opcheck@<test>"`` drops one of
-            opcheck's tests (``OPCHECK_UTILS``) from its cases.
+            opcheck's tests (``OPCHECK_UTILS``) from its cases. A derivative
+            that differs from the function's by design (clipped, straight-through):
+            skip gradcheck and gradgradcheck, whose finite differences measure the
+            function, and give the reference the same derivative (an
+            autograd.Function), which the autodiff check compares with.
     """
 
     op: Callable
@@ -194,6 +202,7 @@ class OpSpec:
     integer_tolerance: dict | None = None
     differentiable: bool | None = None
     grad_args: Sequence[int] | dict[str, Sequence[int]] | None = None
+    grad_outputs: Sequence[int] | None = None
     grad_dtype: torch.dtype | None = None
     autodiff: Sequence[str] = tuple(MODES)
     silent_modes: Sequence[str] = ()

@@ -283,6 +283,7 @@ DECLARED = [
     "check_finite",
     "gather_rows",
     "accumulate_mul",
+    "double_and_rms",
     "register_autograd_mul_silent",
 ]
 

@@ -28,6 +28,7 @@ from .base import (
     fresh_args,
     layout_of,
     message,
+    outputs,
 )
 
 if TYPE_CHECKING:
@@ -202,17 +203,32 @@ def differentiable_call(spec: OpSpec, case: Case, small=True):
     return with_xs(lambda *a: spec.invoke(a)), with_xs(spec.reference), xs
 
 
+def differentiated_outputs(spec: OpSpec, result) -> tuple:
+    """The outputs the gradient checks differentiate: the floating-point ones
+    of those ``grad_outputs`` names (by default, all)."""
+    found = outputs(result)
+    if spec.grad_outputs is not None:
+        if any(not 0 <= i < len(found) for i in spec.grad_outputs):
+            raise SpecError(
+                f"grad_outputs names outputs {list(spec.grad_outputs)}, and the op returns "
+                f"{len(found)}",
+                "grad_outputs",
+            )
+        found = tuple(found[i] for i in spec.grad_outputs)
+    return floating_outputs(found)
+
+
 def _floating_function(spec: OpSpec, f, xs):
-    """f, returning its floating-point outputs only (a tuple), after a call
+    """f, returning the outputs to differentiate only (a tuple), after a call
     that shows it has one."""
     with torch.no_grad():
-        if not floating_outputs(f(*[x.detach() for x in xs])):
+        if not differentiated_outputs(spec, f(*[x.detach() for x in xs])):
             raise SpecError(
                 "the op returns no floating-point tensor here, so it has no derivative to check",
                 "differentiable",
                 "declare OpSpec(differentiable=False)",
             )
-    return lambda *x: floating_outputs(f(*x))
+    return lambda *x: differentiated_outputs(spec, f(*x))
 
 
 def _nondet_tol(spec: OpSpec) -> float:
@@ -259,12 +275,12 @@ def _run_gradcheck(spec: OpSpec, case: Case, tool, **kw) -> None:
             raise Failed(what, fix=RAISED_UNDER_GRADCHECK_FIX.format(dtype=case.dtype)) from None
 
 
-def _floating_outputs(fn):
-    """fn, returning its floating-point outputs only (one tensor: the autodiff
+def _floating_outputs(spec: OpSpec, fn):
+    """fn, returning the outputs to differentiate only (one tensor: the autodiff
     modes differentiate one), flattened and joined where there are several."""
 
     def call(*xs):
-        found = floating_outputs(fn(*xs))
+        found = differentiated_outputs(spec, fn(*xs))
         return found[0] if len(found) == 1 else torch.cat([o.flatten() for o in found])
 
     return call
@@ -278,7 +294,7 @@ def check_autodiff(spec: OpSpec, case: Case) -> None:
     mode = case.variant.removesuffix("-raises").removesuffix("-silent")
     f, ref, xs = differentiable_call(spec, case)
     _floating_function(spec, f, xs)
-    f, ref = _floating_outputs(f), _floating_outputs(ref)
+    f, ref = _floating_outputs(spec, f), _floating_outputs(spec, ref)
     xs = [x.detach() for x in xs]
     gen = torch.Generator().manual_seed(0)
     ts = [torch.randn(x.shape, generator=gen, dtype=x.dtype).to(x.device) for x in xs]

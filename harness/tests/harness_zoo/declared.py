@@ -20,7 +20,8 @@ The correct ops, each of which must pass every check:
 - check_finite: returns nothing (no gradient cases);
 - gather_rows: an index whose values it must check (bad_values);
 - accumulate_mul: a result that depends on the acc it writes (mutates=,
-  differentiable=True: each gradient call gets an acc of its own).
+  differentiable=True: each gradient call gets an acc of its own);
+- double_and_rms: an output with no derivative by design (grad_outputs=).
 
 The broken ones: wrong_sign_float32_mul (gradcheck in float32 still sees a
 wrong sign), last_row_out_first_add, wrong_weight_grad_code_sum,
@@ -418,6 +419,23 @@ def _index_out_of_range(args):
     return [x, index]
 
 
+# -- double_and_rms: 2 * x, and each row's root mean square beside it ----------
+# The rms is a statistic for the caller, with no derivative by design: its
+# autograd formula gives it none (grad_outputs=(0,)).
+
+
+def _double_and_rms_fake(x):
+    return torch.empty_like(x), x.new_empty(x.shape[:-1])
+
+
+def _double_and_rms(x):
+    return 2 * x, x.square().mean(-1).sqrt()
+
+
+def _double_and_rms_reference(x):
+    return 2 * x, x.square().mean(-1).sqrt()
+
+
 # -- accumulate_mul: adds a * b into acc and returns the sum ---------------------
 # Its result depends on what acc held: each gradient call needs an acc of its
 # own, or the previous call's sum leaks into gradcheck's finite differences.
@@ -483,6 +501,7 @@ def register() -> None:
     _define("unmarked_scale_(Tensor x, float alpha) -> ()", _unmarked_scale_, _unmarked_scale_fake)
     for name, clamps in (("gather_rows", False), ("clamping_gather_rows", True)):
         _define(f"{name}(Tensor x, Tensor index) -> Tensor", *_gather_rows(name, clamps))
+    _define("double_and_rms(Tensor x) -> (Tensor, Tensor)", _double_and_rms, _double_and_rms_fake)
     _define(
         "accumulate_mul(Tensor a, Tensor b, Tensor(a!) acc) -> Tensor",
         _accumulate_mul,
@@ -513,6 +532,9 @@ def register() -> None:
     register_autograd_kernel("harness_zoo::weighted_code_sum", *_weighted_code_sum_backward())
     register_autograd_kernel(
         "harness_zoo::wrong_weight_grad_code_sum", *_weighted_code_sum_backward(factor=2.0)
+    )
+    register_autograd_kernel(
+        "harness_zoo::double_and_rms", lambda ctx, inputs, output: None, lambda ctx, g, _: 2 * g
     )
 
     # Batching rules.
@@ -623,6 +645,15 @@ def specs() -> dict[str, OpSpec]:
             checks=("results", "bad_input", "internal_assert"),
             **cpu,
         )
+    # The rms output has no derivative by design: only the first is differentiated.
+    found["double_and_rms"] = OpSpec(
+        ops.double_and_rms.default,
+        reference=_double_and_rms_reference,
+        arity=1,
+        grad_outputs=(0,),
+        checks=("results", "gradcheck", "gradgradcheck", "autodiff"),
+        **{**zoo, "exact": False},
+    )
     # Writes acc, which its result depends on: the gradients of a and b (its
     # autograd.Function has no forward mode).
     found["accumulate_mul"] = OpSpec(
