@@ -25,6 +25,14 @@ def slug(text: str) -> str:
     return re.sub(r"[^0-9a-zA-Z]+", "-", text).strip("-").lower()
 
 
+# The fix of a case whose process died (worker.py isolates each case).
+CRASH_FIX = (
+    "the kernel crashed the process instead of raising: rerun the case alone in one process "
+    "(EXTENSION_CPP_TESTING_ISOLATE=0 pytest -k with the case's id) under gdb or a sanitizer "
+    "build, and check what the user controls with TORCH_CHECK, which raises"
+)
+
+
 class ConformanceFailure(AssertionError):
     """A check failed: ``check``, ``case`` (the test id) and ``fix`` say which and what to do."""
 

@@ -18,6 +18,8 @@ import re
 
 import torch
 
+from .case import CRASH_FIX
+
 # The keys a custom op's kernels go under, in the order the census prints them.
 KEYS = (
     "CPU",
@@ -76,6 +78,7 @@ PYTHON_KERNEL_NOTE = (
 
 # A registration fix -> the cause it names, for the findings' table.
 CAUSES = {
+    CRASH_FIX: "crash",
     CATCH_ALL_FIX: "catch-all kernel",
     NO_FAKE_KERNEL_FIX: "no fake kernel",
     NO_AUTOGRAD_FIX: "no autograd kernel",

@@ -230,6 +230,11 @@ def write(spec: OpSpec, case: Case, failure: ConformanceFailure, folder: str) ->
     return path
 
 
+def wanted() -> bool:
+    """Whether ``EXTENSION_CPP_TESTING_REPRODUCERS`` asks for reproducers."""
+    return bool(os.environ.get(ENV))
+
+
 def maybe_write(spec: OpSpec, case: Case, failure: ConformanceFailure) -> None:
     """Writes the reproducer where ``EXTENSION_CPP_TESTING_REPRODUCERS`` names
     a folder; a reproducer that can't be written never hides the failure."""

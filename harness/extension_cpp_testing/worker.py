@@ -50,7 +50,8 @@ import warnings
 
 import torch
 
-from .case import Case, ConformanceFailure
+from . import reproducers
+from .case import CRASH_FIX, Case, ConformanceFailure
 from .registrations import missing_for_check
 from .suite import run_case
 
@@ -178,7 +179,17 @@ def run_isolated(spec, key: tuple[str, int] | None, case: Case, alone: bool = Fa
         return
     if outcome == "error":
         raise RuntimeError(f"the case raised in the worker process:\n{detail}")
-    raise ConformanceFailure(case.check, case.id, _death(detail), _crash_fix(case, spec))
+    failure = ConformanceFailure(case.check, case.id, _death(detail), _crash_fix(case, spec))
+    if reproducers.wanted():
+        # Written by a fresh worker: drawing the case's samples may call the
+        # kernel. A crash there too leaves the finding without one.
+        call_isolated(_write_reproducer, key, spec.name, case, failure)
+    raise failure
+
+
+def _write_reproducer(key: tuple[str, int], name: str, case: Case, failure) -> None:
+    """In the worker: the reproducer of a case that crashed the worker before."""
+    reproducers.maybe_write(_spec(key, name), case, failure)
 
 
 def _death(code: int | None, running: str = "the case") -> str:
@@ -192,13 +203,6 @@ def _death(code: int | None, running: str = "the case") -> str:
             "crashed; what it printed is in the captured stderr"
         )
     return f"the process running {running} exited with code {code} without finishing"
-
-
-CRASH_FIX = (
-    "the kernel crashed the process instead of raising: rerun the case alone in one process "
-    "(EXTENSION_CPP_TESTING_ISOLATE=0 pytest -k with the case's id) under gdb or a sanitizer "
-    "build, and check what the user controls with TORCH_CHECK, which raises"
-)
 
 
 def _crash_fix(case: Case, spec=None) -> str:

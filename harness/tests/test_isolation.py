@@ -20,7 +20,9 @@ from extension_cpp_testing import conformance_tests
 from harness_zoo import zoo
 
 specs = zoo.load()
-test_abort = conformance_tests(specs["abort_on_empty_mul"])
+test_abort = conformance_tests(
+    dataclasses.replace(specs["abort_on_empty_mul"], imports=("harness_zoo.registered",))
+)
 test_mul = conformance_tests(
     dataclasses.replace(specs["mul"], checks=("results",), layouts=("contiguous", "empty"))
 )
@@ -30,10 +32,16 @@ test_mul = conformance_tests(
 def test_a_crashing_kernel_fails_its_case_and_the_run_goes_on(tmp_path):
     """Each case that reaches the abort fails, naming SIGABRT, in every check
     that calls the kernel (torch.compile's included); every other case, and
-    the next test function's, runs and passes."""
+    the next test function's, runs and passes. The crash is one finding,
+    whose reproducer a fresh worker writes: it aborts as the case did."""
     module = tmp_path / "test_crashing.py"
     module.write_text(CRASHING)
-    proc = run_python(["-m", "pytest", "-p", "no:cacheprovider", "-rf", str(module)], cwd=tmp_path)
+    folder = tmp_path / "reproducers"
+    proc = run_python(
+        ["-m", "pytest", "-p", "no:cacheprovider", "-rf", f"--conformance-reproducers={folder}"]
+        + [str(module)],
+        cwd=tmp_path,
+    )
     out = proc.stdout
     assert proc.returncode == 1, out[-3000:] + proc.stderr[-3000:]
     failed = set(re.findall(r"FAILED \S+::test_abort\[(\S+)\]", out))
@@ -43,6 +51,10 @@ def test_a_crashing_kernel_fails_its_case_and_the_run_goes_on(tmp_path):
     }
     assert out.count("died of SIGABRT (signal 6)") >= len(failed)
     assert f"{len(failed)} failed, 12 passed" in out, out[-3000:]
+    assert re.search(r"\nabort_on_empty_mul +crash \[1\] +4 ", out), out[-3000:]
+    (script,) = folder.glob("*.py")
+    assert script.name == "abort-on-empty-mul--crash.py"
+    assert run_python([str(script)], cwd=tmp_path).returncode == -6  # SIGABRT
 
 
 # run_all from a script, as a user without pytest calls it: the spec lives
