@@ -221,6 +221,18 @@ def test_results_measured_before_a_code_change_are_marked(history) -> None:
     )
 
 
+def test_a_testing_module_change_leaves_the_kernel_pages_current(history) -> None:
+    """extension_cpp/testing re-exports the harness: a change there makes the
+    conformance page stale, not the kernels' (perf, compute-sanitizer)."""
+    repo, _, code = history
+    _write(repo / "extension_cpp" / "testing" / "pytest_plugin.py", "# v2\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "testing only")
+    page = f"`make gpu` at commit `{code}`, 2026-01-02 03:04 UTC: 5 s of tests.\n\n| a |\n"
+    assert generate.mark_stale("compute-sanitizer.md", page, str(repo))[1] == []
+    assert generate.mark_stale("conformance.md", page, str(repo))[1] != []
+
+
 def test_perf_parts_are_judged_alone_and_on_one_machine(history) -> None:
     repo, first, head = history
     stamp = "`python -m benchmarks.{}` at commit `{}`, 2026-01-0{}; CPU {}, 2 cores, torch 2.14.1."

@@ -274,7 +274,16 @@ def _gpu(steps: str) -> str:
 # What a results page measures (a change there makes it stale) and how to
 # rerun it. Perf pages are split by part below.
 CODE = ("csrc", "extension_cpp", "harness", "setup.py", "build_options.py")
-KERNELS = ("csrc", "extension_cpp", "setup.py", "build_options.py")
+# The kernels' pages leave out the packages' testing modules, which
+# re-export the harness and run no kernel (git pathspecs).
+KERNELS = (
+    "csrc",
+    "extension_cpp",
+    ":(exclude)extension_cpp/testing",
+    ":(exclude)stable/extension_cpp_stable/testing",
+    "setup.py",
+    "build_options.py",
+)
 TRITON = "tutorial/appendix/triton"
 MEASURES = {
     "tutorial_matrix.md": (("tutorial", *CODE), "make tutorial"),
