@@ -116,10 +116,8 @@ class OpSpec:
             does not differentiate. A dict gives them per layout label, ``()``
             for a layout with none (an optional input that is None there):
             that layout gets no gradient cases.
-        grad_outputs: the positions of the outputs those checks differentiate;
-            default every floating-point one. Leave out an output that has no
-            derivative by design (a statistic the op returns beside its result,
-            which its autograd formula gives no gradient).
+        grad_outputs: the outputs those checks differentiate (default: every
+            floating-point one); leave out one with no derivative by design.
         grad_dtype: the dtype of the gradient and autodiff checks: float64 (by
             default, where the op takes it), or float32 for an op without a
             float64 kernel, with tolerances that still catch a wrong sign,
@@ -172,16 +170,12 @@ class OpSpec:
             the namespace's).
         checks: run only these checks (default: all).
         skip: ``{check: reason}``: checks that do not apply, the reason shown on
-            their skipped cases. Prefer this to leaving a check out of
-            ``checks``, which hides it. ``"check@label"`` skips the check's cases
-            of one layout or variant (``"compile@empty"``,
-            ``"results@out-non-contiguous"`` for an op that takes contiguous outs
-            only, ``"autodiff@jvp"``); ``"opcheck@<test>"`` drops one of
-            opcheck's tests (``OPCHECK_UTILS``) from its cases. A derivative
-            that differs from the function's by design (clipped, straight-through):
-            skip gradcheck and gradgradcheck, whose finite differences measure the
-            function, and give the reference the same derivative (an
-            autograd.Function), which the autodiff check compares with.
+            their skipped cases (prefer it to leaving a check out of ``checks``,
+            which hides it). ``"check@label"`` skips one layout's or variant's
+            cases (``"results@out-non-contiguous"``), ``"opcheck@<test>"`` one
+            of opcheck's tests. A derivative unlike the function's by design
+            (clipped): skip gradcheck and gradgradcheck, and give the reference
+            that derivative, which the autodiff check compares with.
     """
 
     op: Callable
