@@ -63,6 +63,13 @@ $(HARNESS): $(STAMP) harness/pyproject.toml
 	$(PY) -m pip install --no-build-isolation --no-deps -e harness/ -q
 	touch $@
 
+# The builds run the venv's tools first on PATH, its ninja among them: the
+# in-tree wheel that test_wheel.py builds (noxfile.py runs the venv's tools)
+# then reuses make build's objects, which a ninja of another release, with
+# another log format, would compile again.
+BUILD_ENV := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" TORCH_CUDA_ARCH_LIST="$(TEST_CUDA_ARCHS)" \
+	MAX_JOBS=$${MAX_JOBS:-2}
+
 $(ARCHS):
 	rm -rf build/cuda-archs
 	mkdir -p build/cuda-archs
@@ -70,15 +77,13 @@ $(ARCHS):
 
 $(LIBRARY): $(HARNESS) $(BUILD_INPUTS) $(ARCHS)
 	@echo "==> building extension_cpp (CUDA archs: $(TEST_CUDA_ARCHS))"
-	TORCH_CUDA_ARCH_LIST="$(TEST_CUDA_ARCHS)" MAX_JOBS=$${MAX_JOBS:-2} \
-		$(PY) -m pip install --no-build-isolation --no-deps -e . -q
+	$(BUILD_ENV) $(PY) -m pip install --no-build-isolation --no-deps -e . -q
 	$(PY) -c "import extension_cpp, torch; print('extension_cpp loaded; CUDA kernels:', torch._C._dispatch_has_kernel_for_dispatch_key('extension_cpp::mymul', 'CUDA'))"
 	touch $@
 
 $(STABLE_LIBRARY): $(HARNESS) $(BUILD_INPUTS) $(ARCHS)
 	@echo "==> building extension_cpp_stable, the stable-ABI build (stable/)"
-	TORCH_CUDA_ARCH_LIST="$(TEST_CUDA_ARCHS)" MAX_JOBS=$${MAX_JOBS:-2} \
-		$(PY) -m pip install --no-build-isolation --no-deps -e stable/ -q
+	$(BUILD_ENV) $(PY) -m pip install --no-build-isolation --no-deps -e stable/ -q
 	$(PY) -c "import extension_cpp_stable, torch; print('extension_cpp_stable loaded; CUDA kernels:', torch._C._dispatch_has_kernel_for_dispatch_key('extension_cpp_stable::mymul', 'CUDA'))"
 	touch $@
 
@@ -92,7 +97,7 @@ build-simple: $(SIMPLE_LIBRARY)
 
 $(SIMPLE_LIBRARY): $(STAMP) $(BUILD_INPUTS) $(ARCHS)
 	@echo "==> building extension_cpp with the simple kernels into $(SIMPLE)"
-	EXTENSION_CPP_KERNELS=simple TORCH_CUDA_ARCH_LIST="$(TEST_CUDA_ARCHS)" MAX_JOBS=$${MAX_JOBS:-2} \
+	EXTENSION_CPP_KERNELS=simple $(BUILD_ENV) \
 		$(PY) -m pip install --no-build-isolation --no-deps --upgrade -q --target $(SIMPLE) .
 	touch $@
 
