@@ -197,8 +197,7 @@ def write(spec: OpSpec, case: Case, failure: ConformanceFailure, folder: str) ->
     if kind == "gradients":
         saved["grad_positions"] = spec.grad_positions(args, case.layout)
         saved["grad_outputs"] = spec.grad_outputs
-        written = spec.written_positions(args)
-        saved["written"] = [i for i in written if i not in saved["grad_positions"]]
+        saved["written"] = spec.copied_per_call(args, saved["grad_positions"])
     namespace, name = overload.name().split("::")
     imports = "".join(f"import {m}  # registers the op\n" for m in _imports(spec, namespace))
     body = _BODIES[kind].format(
@@ -238,10 +237,9 @@ def wanted() -> bool:
 def maybe_write(spec: OpSpec, case: Case, failure: ConformanceFailure) -> None:
     """Writes the reproducer where ``EXTENSION_CPP_TESTING_REPRODUCERS`` names
     a folder; a reproducer that can't be written never hides the failure."""
-    folder = os.environ.get(ENV)
-    if not folder:
+    if not wanted():
         return
     try:
-        write(spec, case, failure, folder)
+        write(spec, case, failure, os.environ[ENV])
     except Exception as e:  # noqa: BLE001  (the case's failure is what matters)
         print(f"extension_cpp_testing: no reproducer for {case.id}: {e}", file=sys.stderr)

@@ -445,6 +445,13 @@ class OpSpec:
         """Every argument the op writes: the mutated ones, then the outs."""
         return self.mutated_positions(args) + self.out_positions(args)
 
+    def copied_per_call(self, args, differentiated) -> list[int]:
+        """What a gradient check gives each call a fresh copy of: the arguments
+        the op writes and the check does not differentiate. A shared out or
+        accumulator would carry one call's writes into the next, and finite
+        differences would measure those writes, not the derivative."""
+        return [i for i in self.written_positions(args) if i not in differentiated]
+
     def grad_positions(self, args, layout: str | None = None) -> list[int]:
         """The inputs the gradient checks differentiate on this layout
         (``grad_args``: one list, or one per layout)."""

@@ -183,10 +183,7 @@ def differentiable_call(spec: OpSpec, case: Case, small=True):
             "grad_args",
         )
 
-    # What the op writes, each call gets a copy of: a shared out or
-    # accumulator would carry one call's writes into the next, and the finite
-    # differences would measure them, not the derivative.
-    written = [i for i in spec.written_positions(args) if i not in positions]
+    written = spec.copied_per_call(args, positions)
 
     def with_xs(fn):
         def call(*xs):
@@ -275,7 +272,7 @@ def _run_gradcheck(spec: OpSpec, case: Case, tool, **kw) -> None:
             raise Failed(what, fix=RAISED_UNDER_GRADCHECK_FIX.format(dtype=case.dtype)) from None
 
 
-def _floating_outputs(spec: OpSpec, fn):
+def _joined_differentiated_outputs(spec: OpSpec, fn):
     """fn, returning the outputs to differentiate only (one tensor: the autodiff
     modes differentiate one), flattened and joined where there are several."""
 
@@ -294,7 +291,7 @@ def check_autodiff(spec: OpSpec, case: Case) -> None:
     mode = case.variant.removesuffix("-raises").removesuffix("-silent")
     f, ref, xs = differentiable_call(spec, case)
     _floating_function(spec, f, xs)
-    f, ref = _floating_outputs(spec, f), _floating_outputs(spec, ref)
+    f, ref = _joined_differentiated_outputs(spec, f), _joined_differentiated_outputs(spec, ref)
     xs = [x.detach() for x in xs]
     gen = torch.Generator().manual_seed(0)
     ts = [torch.randn(x.shape, generator=gen, dtype=x.dtype).to(x.device) for x in xs]
