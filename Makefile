@@ -277,7 +277,7 @@ wheel: setup
 MATRIX_JOBS ?= $(shell nproc)
 CELLS := oldest newest stable harness
 matrix: wheel
-	rm -rf build/results/matrix
+	rm -rf build/results/matrix build/matrix-inductor
 	mkdir -p build/results/matrix
 	$(NOX) -s wheel-oldest wheel-stable
 	@echo "==> make matrix: the cells of $(CELLS), $(MATRIX_JOBS) at a time"

