@@ -83,7 +83,8 @@ HARNESS_CELLS = {OLDEST_TORCH: "0.23.0", "2.15.0": "0.29.2"}
 # third-party OpSpecs of the libraries installed), copied out of the tree with
 # the suite's conftest.py.
 HARNESS_TESTS = ["harness/tests"]
-HARNESS_TEST_REQUIREMENTS = ["pytest", "pytest-randomly", "pytest-metadata", "hypothesis"]
+HARNESS_TEST_REQUIREMENTS = ["pytest", "pytest-randomly", "pytest-metadata", "pytest-xdist"]
+HARNESS_TEST_REQUIREMENTS += ["hypothesis"]
 HARNESS_TEST_REQUIREMENTS += ["expecttest", "numpy", "pillow", "ninja"]
 
 # Libraries the wheel links but must not carry: torch's wheel and its nvidia-*

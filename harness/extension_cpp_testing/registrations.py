@@ -136,10 +136,18 @@ def _dumped_kernels(name: str) -> tuple[str, dict[str, tuple[str, bool]]]:
         found = _KERNEL_LINE.match(line)
         if found:
             key, where = found.groups()
-            # A Python registration names its .py file; C++ ones (boxed only,
-            # on the stable ABI) their source or "RegisterOperators".
-            kernels[key] = (where, not where.rsplit(":", 1)[0].endswith(".py"))
+            kernels[key] = (where, not _from_python(where))
     return defined, kernels
+
+
+def _from_python(where: str) -> bool:
+    """Whether a dump's "registered at FILE:LINE" is a Python registration: it
+    names its .py file, or code from no file ("<string>", exec), or, on torch
+    releases before the dispatcher recorded Python files, "/dev/null". C++
+    ones (boxed only, on the stable ABI) name their source or
+    "RegisterOperators"."""
+    source = where.removeprefix("registered at ").rsplit(":", 1)[0]
+    return source.endswith(".py") or source.startswith("<") or source == "/dev/null"
 
 
 def registrations(overload: torch._ops.OpOverload) -> Registrations:

@@ -47,6 +47,7 @@ from extension_cpp_testing.registrations import (
     NO_AUTOGRAD_FIX,
     NO_BATCHING_RULE_FIX,
     NO_FAKE_KERNEL_FIX,
+    _from_python,
     missing,
     registrations,
 )
@@ -381,6 +382,13 @@ def test_the_dispatcher_says_what_each_op_lacks(zoo):
         assert not composite.catch_all
         assert composite.kernels == {"CompositeImplicitAutograd": "Python"}
         assert missing(composite) == []
+        # Python code from no file, and the place torch 2.8 prints for every
+        # Python registration, are Python too.
+        exec("lib.impl('twice', lambda x: x * 2, 'CPU')", {"lib": lib})
+        twice = registrations(torch.ops.harness_zoo_composite.twice.default)
+        assert twice.kernels["CPU"] == "Python"
+        assert _from_python("registered at /dev/null:3")
+        assert not _from_python("registered at /src/csrc/ops.cpp:12")
     finally:
         lib._destroy()
 
