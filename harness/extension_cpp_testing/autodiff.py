@@ -16,21 +16,17 @@ import torch.autograd.forward_ad as fwAD
 from torch import func
 
 
-def _scalar(f: Callable) -> Callable:
+def scalar(f: Callable) -> Callable:
     """sum(sin(f(xs))): a non-linear scalar, so second derivatives are not trivial."""
     return lambda *xs: f(*xs).sin().sum()
 
 
-def _all(xs) -> tuple:
+def every(xs) -> tuple:
+    """argnums for every input."""
     return tuple(range(len(xs)))
 
 
-def _reverse(f, xs, ts):
-    leaves = [x.detach().requires_grad_() for x in xs]
-    return torch.autograd.grad(_scalar(f)(*leaves), leaves)
-
-
-def _forward_ad(f, xs, ts, which=None):
+def forward_ad(f, xs, ts, which=None):
     """f's tangent for tangents ts; with ``which``, only those inputs are dual."""
     with fwAD.dual_level():
         duals = [
@@ -40,7 +36,19 @@ def _forward_ad(f, xs, ts, which=None):
         return fwAD.unpack_dual(f(*duals)).tangent
 
 
-def _vjp(f, xs, ts):
+# The modes, each a function of its own: a reproducer prints its source.
+
+
+def reverse(f, xs, ts):
+    leaves = [x.detach().requires_grad_() for x in xs]
+    return torch.autograd.grad(scalar(f)(*leaves), leaves)
+
+
+def grad(f, xs, ts):
+    return func.grad(scalar(f), argnums=every(xs))(*xs)
+
+
+def vjp(f, xs, ts):
     """The vector-Jacobian product for a cotangent shaped like f's output:
     distinct values in [-1, 1], the same for the op and its reference, and
     made without a random generator, which torch.compile can't trace."""
@@ -49,27 +57,57 @@ def _vjp(f, xs, ts):
     return pull(torch.sin(index + 0.5).reshape(out.shape))
 
 
-def _vmap_grad(f, xs, ts):
+def jacrev(f, xs, ts):
+    return func.jacrev(f, argnums=every(xs))(*xs)
+
+
+def jacfwd(f, xs, ts):
+    return func.jacfwd(f, argnums=every(xs))(*xs)
+
+
+def hessian(f, xs, ts):
+    return func.hessian(scalar(f))(*xs)
+
+
+def jvp(f, xs, ts):
+    return func.jvp(f, tuple(xs), tuple(ts))
+
+
+def jvp_first_only(f, xs, ts):
+    return func.jvp(lambda x: f(x, *xs[1:]), (xs[0],), (ts[0],))
+
+
+def vmap_grad(f, xs, ts):
     """vmap of grad over a batch of 3: the first input varies, the others are shared."""
     first = torch.stack([xs[0] * ts[0] * k for k in (1.0, 2.0, 3.0)])
     rest = [x.unsqueeze(0).expand(3, *x.shape) for x in xs[1:]]
-    return func.vmap(func.grad(_scalar(f)))(first, *rest)
+    return func.vmap(func.grad(scalar(f)))(first, *rest)
+
+
+def forward_ad_last_only(f, xs, ts):
+    return forward_ad(f, xs, ts, which={len(xs) - 1})
+
+
+def forward_over_reverse(f, xs, ts):
+    return func.jvp(func.grad(scalar(f)), tuple(xs), tuple(ts))
 
 
 MODES: dict[str, Callable] = {
-    "reverse": _reverse,
-    "grad": lambda f, xs, ts: func.grad(_scalar(f), argnums=_all(xs))(*xs),
-    "vjp": _vjp,
-    "jacrev": lambda f, xs, ts: func.jacrev(f, argnums=_all(xs))(*xs),
-    "jacfwd": lambda f, xs, ts: func.jacfwd(f, argnums=_all(xs))(*xs),
-    "hessian": lambda f, xs, ts: func.hessian(_scalar(f))(*xs),
-    "jvp": lambda f, xs, ts: func.jvp(f, tuple(xs), tuple(ts)),
-    "jvp-first-only": lambda f, xs, ts: func.jvp(lambda x: f(x, *xs[1:]), (xs[0],), (ts[0],)),
-    "vmap-grad": _vmap_grad,
-    "forward_ad": _forward_ad,
-    "forward_ad-last-only": lambda f, xs, ts: _forward_ad(f, xs, ts, which={len(xs) - 1}),
-    "forward-over-reverse": lambda f, xs, ts: func.jvp(func.grad(_scalar(f)), tuple(xs), tuple(ts)),
+    "reverse": reverse,
+    "grad": grad,
+    "vjp": vjp,
+    "jacrev": jacrev,
+    "jacfwd": jacfwd,
+    "hessian": hessian,
+    "jvp": jvp,
+    "jvp-first-only": jvp_first_only,
+    "vmap-grad": vmap_grad,
+    "forward_ad": forward_ad,
+    "forward_ad-last-only": forward_ad_last_only,
+    "forward-over-reverse": forward_over_reverse,
 }
+# What the modes call besides torch: a reproducer prints those it needs.
+HELPERS = (scalar, every, forward_ad)
 
 # The modes a backward formula serves: reverse mode, and the torch.func
 # transforms built on it (which need an autograd.Function with setup_context,

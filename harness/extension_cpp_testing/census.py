@@ -18,13 +18,22 @@ import textwrap
 
 import torch
 
-from .registrations import PYTHON_KERNEL_NOTE, Registrations, missing, registrations
+from .registrations import (
+    CAUSES,
+    NO_AUTOGRAD_FIX,
+    PYTHON_KERNEL_NOTE,
+    Registrations,
+    missing,
+    registrations,
+)
 
 # What each missing registration takes from the op's users.
 _NEEDED_BY = {
     "catch-all kernel": "torch.compile, torch.export, opcheck, vmap, autograd",
     "no fake kernel": "torch.compile, torch.export, opcheck",
-    "no autograd kernel": "autograd (backward, gradcheck)",
+    # The dispatcher knows no dtypes: an op whose outputs are all integer
+    # (codes, indices) needs none, and its OpSpec says differentiable=False.
+    "no autograd kernel": "autograd, if an output is floating-point: backward, gradcheck",
     "no batching rule": "torch.vmap (a per-sample loop, with a warning)",
 }
 
@@ -63,15 +72,16 @@ def report(namespace: str, ops: str | None = None) -> str:
             f"no ops in the namespace {namespace!r}: import the library that registers them "
             "(--import MODULE)\n"
         )
-    lines, short = [], 0
+    lines, counts = [], dict.fromkeys(_NEEDED_BY, 0)
     for overload in ops:
         regs = registrations(overload)
-        lacking = lacks(regs)
-        short += bool(lacking)
+        for m in missing(regs):
+            counts[m.cause] += 1
         lines.append(regs.schema)
         lines.append(f"    kernels: {regs.describe()}")
-        lines.append(f"    lacks:   {'; '.join(lacking) or 'nothing the checks need'}")
-    lines.append(f"{len(ops)} ops in {namespace}, {short} lacking a registration")
+        lines.append(f"    lacks:   {'; '.join(lacks(regs)) or 'nothing the checks need'}")
+    lacking = ", ".join(f"{cause} {n}" for cause, n in counts.items() if n)
+    lines.append(f"{len(ops)} ops in {namespace}; lacking: {lacking or 'none'}")
     if any("AOTInductor" in line for line in lines):
         lines.append(f"AOTInductor: {PYTHON_KERNEL_NOTE}")
     return "\n".join(lines) + "\n"
@@ -126,6 +136,8 @@ def starter_spec(namespace: str, modules: list[str], ops: str | None = None) -> 
         ]
         if outs:
             fields.append(f"out={tuple(outs)!r},")
+        if any(m.cause == CAUSES[NO_AUTOGRAD_FIX] for m in missing(registrations(overload))):
+            fields.append("# differentiable=False,  # no autograd kernel: if no output is float")
         body = "".join(f"            {f}\n" for f in fields)
         text += (
             f"\n\n# {schema}\ntest_{name} = TO_WRITE(\n    conformance_tests(\n        OpSpec(\n"

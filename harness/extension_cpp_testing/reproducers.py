@@ -15,6 +15,7 @@ fails (an exception, or exit status 1) while the bug is there.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import os
 import re
 import sys
@@ -25,7 +26,11 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from .autodiff import HELPERS, MODES
 from .case import Case, ConformanceFailure, slug
+from .checks import compilers, cuda, gradients
+from .checks.bad_input import case_args
+from .checks.base import fresh_args, outputs
 from .layouts import copy_args
 from .registrations import CATCH_ALL_FIX, CAUSES, NO_AUTOGRAD_FIX, NO_FAKE_KERNEL_FIX
 
@@ -42,28 +47,35 @@ import torch
 saved = torch.load(pathlib.Path(__file__).with_suffix(".pt"), weights_only=False)
 args = saved["args"]
 op = torch.ops.{namespace}.{name}.{overload}
-
+{call}
 
 def outputs(result):
     return result if isinstance(result, tuple) else (result,)
+
+
+def copied(arguments):
+    return [a.clone() if isinstance(a, torch.Tensor) else a for a in arguments]
 """
 
-# What a check's reproducer runs after _LOAD: each raises while the bug is there.
-_BODIES = {
-    "fake": """\
-# torch.compile and torch.export run the op on fake tensors (no data).
-from torch._subclasses.fake_tensor import FakeTensorMode
+# How the script calls the op: positionally, or with keyword-only outs by name.
+_CALL = """\
 
-real = op(*args)
-with FakeTensorMode() as mode:
-    fake = op(*[mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args])
-for f, r in zip(outputs(fake), outputs(real)):
-    f, r = [(tuple(t.shape), t.stride(), t.dtype) for t in (f, r)]
-    assert f == r, f"the fake kernel gives {{f}}; the kernel {{r}}"
-""",
-    "gradients": """\
-# The derivative against finite differences, in the positions it differentiates.
-positions = saved["grad_positions"]
+
+def call(arguments):
+    return op(*arguments)
+"""
+_CALL_OUT_BY_NAME = """\
+
+
+def call(arguments):  # the last arguments are keyword-only outs, passed by name
+    split = len(arguments) - len(saved["out_names"])
+    return op(*arguments[:split], **dict(zip(saved["out_names"], arguments[split:])))
+"""
+
+# The op as a function of the tensors the gradient checks differentiate.
+_DIFFERENTIATED = """\
+# The op as a function of the arguments it is differentiated in.
+positions = saved["positions"]
 
 
 def f(*xs):
@@ -72,18 +84,48 @@ def f(*xs):
         full[i] = args[i].clone()
     for i, x in zip(positions, xs):
         full[i] = x
-    out = outputs(op(*full))
+    out = outputs(call(full))
     if saved["grad_outputs"] is not None:  # the outputs with a derivative
         out = [out[i] for i in saved["grad_outputs"]]
     return tuple(o for o in out if o is not None and o.is_floating_point())
 
 
 xs = [args[i].detach().requires_grad_() for i in positions]
-torch.autograd.{tool}(f, xs)
+"""
+
+# What a check's reproducer runs after _LOAD: each raises while the bug is there.
+_BODIES = {
+    "fake": """\
+# torch.compile and torch.export run the op on fake tensors (no data).
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+real = call(args)
+with FakeTensorMode() as mode:
+    fake = call([mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args])
+for f, r in zip(outputs(fake), outputs(real)):
+    f, r = [(tuple(t.shape), t.stride(), t.dtype) for t in (f, r)]
+    assert f == r, f"the fake kernel gives {{f}}; the kernel {{r}}"
 """,
+    "gradients": _DIFFERENTIATED
+    + """\
+# Against finite differences, with the tolerances of the dtype.
+torch.autograd.{tool}(f, xs, **saved["tolerance"])
+""",
+    "autodiff": _DIFFERENTIATED
+    + """
+{mode_code}
+
+
+def joined(*xs):  # the outputs as one tensor: a mode differentiates one
+    out = f(*xs)
+    return out[0] if len(out) == 1 else torch.cat([o.flatten() for o in out])
+
+
+xs = [x.detach() for x in xs]
+{verdict}""",
     "results": """\
 expected = saved["expected"]
-got = op(*args)
+got = call(args)
 if saved["out"]:
     got = tuple(args[i] for i in saved["out"])
     got = got[0] if len(got) == 1 else got
@@ -91,14 +133,14 @@ torch.testing.assert_close(got, expected, equal_nan=True, **saved["tolerance"])
 """,
     "strides": """\
 expected = saved["expected"]
-got = op(*args)
+got = call(args)
 for g, e in zip(outputs(got), outputs(expected)):
     assert g.stride() == e.stride(), f"strides {{g.stride()}}; the reference's {{e.stride()}}"
 """,
     "bad_input": """\
 # {what}: the op must raise.
 try:
-    op(*args)
+    call(args)
 except (RuntimeError, ValueError, TypeError, IndexError) as e:
     print("raised, as it must:", str(e).splitlines()[0])
 else:
@@ -107,14 +149,45 @@ else:
     "internal_assert": """\
 # {what}: the op must raise TORCH_CHECK's error, not an internal assert.
 try:
-    op(*args)
+    call(args)
 except RuntimeError as e:
     assert "INTERNAL ASSERT" not in str(e), str(e).splitlines()[0]
 """,
     "compile": """\
-eager = op(*args)
-compiled = torch.compile(lambda *a: op(*a), fullgraph=True, dynamic={dynamic})(*args)
+eager = call(args)
+compiled = torch.compile(lambda *a: call(a), fullgraph=True, dynamic={dynamic})(*args)
 torch.testing.assert_close(compiled, eager, equal_nan=True)
+""",
+    "export": """\
+# torch.export traces the op with its sizes dynamic, then the program runs
+# on arguments of other sizes (new) and must give what the op gives there.
+{dynamo}
+
+{export_code}
+
+
+def returning(full):  # the op's result, or the outs it wrote
+    result = call(full)
+    return tuple(full[i] for i in saved["out"]) if saved["out"] else result
+
+
+class Program(torch.nn.Module):
+    def forward(self, *given):  # the inputs; the other arguments are constants
+        full = list(args)
+        for i, x in zip(saved["inputs"], given):
+            full[i] = x
+        return returning(full)
+
+
+new = saved["new"]
+want = returning(copied(new))
+program = torch.export.export(
+    Program(),
+    tuple(args[i] for i in saved["inputs"]),
+    dynamic_shapes=export_shapes(saved["shapes"]),
+)
+got = program.module()(*(new[i] for i in saved["inputs"]))
+torch.testing.assert_close(got, want, equal_nan=True)
 """,
     "opcheck": """\
 torch.library.opcheck(op, tuple(args))
@@ -130,7 +203,74 @@ in_dims = tuple(0 if isinstance(s, torch.Tensor) else None for s in samples[0])
 got = torch.vmap(op, in_dims=in_dims)(*batched)
 torch.testing.assert_close(got, torch.stack([op(*s) for s in samples]), equal_nan=True)
 """,
+    "cuda_graph": """\
+# Captured in a CUDA graph, then replayed on new inputs copied into the
+# captured memory: the replay must give what the op gives outside a graph.
+side = torch.cuda.Stream()  # a first call off the default stream, as capture needs
+side.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(side):
+    call(args)
+torch.cuda.current_stream().wait_stream(side)
+torch.cuda.synchronize()
+graph = torch.cuda.CUDAGraph()
+with torch.cuda.graph(graph):
+    result = call(args)
+for a, b in zip(args, saved["new"]):
+    if isinstance(a, torch.Tensor):
+        a.copy_(b)
+want_args = copied(args)
+want = call(want_args)
+graph.replay()
+torch.cuda.synchronize()
+torch.testing.assert_close(result, want, equal_nan=True)
+for i in saved["written"]:  # the arguments the op writes
+    torch.testing.assert_close(args[i], want_args[i], equal_nan=True)
+""",
+    "side_stream": """\
+# On a side stream the op must wait for the work queued there before it:
+# the stream sleeps, then fills the first input.
+want_args = copied(args)
+want = call(want_args)
+first = saved["first"]
+filled = args[first].clone()
+args[first] = torch.zeros_like(filled)
+torch.cuda.synchronize()
+side = torch.cuda.Stream()
+with torch.cuda.stream(side):
+    torch.cuda._sleep(50_000_000)  # tens of ms of GPU time
+    args[first].copy_(filled)
+    got = call(args)
+side.synchronize()
+torch.testing.assert_close(got, want, equal_nan=True)
+for i in saved["written"]:  # the arguments the op writes
+    torch.testing.assert_close(args[i], want_args[i], equal_nan=True)
+""",
+    "stream_kept": """\
+# The op must leave the caller's stream current.
+before = torch.cuda.current_stream()
+call(args)
+after = torch.cuda.current_stream()
+assert after == before, f"the op left {{after}} current, not {{before}}"
+""",
 }
+
+# An autodiff case's verdict: a mode the op claims (or declares silent, where
+# it gave neither nothing nor zeros) gives the reference's derivative; any
+# other mode raises.
+_GIVES_THE_REFERENCES = """\
+got = {function}(joined, xs, saved["tangents"])
+# The reference's derivative in the same mode, on the same inputs.
+torch.testing.assert_close(got, saved["expected"], **saved["tolerance"])
+"""
+_RAISES = """\
+# The op does not claim {mode}: it must raise, not return a derivative.
+try:
+    got = {function}(joined, xs, saved["tangents"])
+except Exception as e:
+    print("raised, as it must:", str(e).splitlines()[0])
+else:
+    raise AssertionError(f"{mode} returned {{got}}; the op does not claim it, so it must raise")
+"""
 
 
 def _imports(spec: OpSpec, namespace: str) -> list[str]:
@@ -153,57 +293,126 @@ def _imports(spec: OpSpec, namespace: str) -> list[str]:
     return found
 
 
-def _kind(case: Case, fix: str) -> str | None:
-    """Which script shows the finding, or None where none does yet."""
+def _kind(spec: OpSpec, case: Case, fix: str) -> str | None:
+    """Which script shows the finding, or None where none does."""
     if fix in (CATCH_ALL_FIX, NO_FAKE_KERNEL_FIX) or case.check == "fake":
         return "fake"
+    if fix == cuda.STREAM_LEFT_CURRENT_FIX:
+        return "stream_kept"
     if fix == NO_AUTOGRAD_FIX or case.check in ("gradcheck", "gradgradcheck"):
         return "gradients"
     if case.check == "dynamic":
         return "compile"
+    if case.check == "cuda_graph" and not spec.capturable:
+        return None  # its finding is a capture that worked
     return case.check if case.check in _BODIES else None
 
 
-def write(spec: OpSpec, case: Case, failure: ConformanceFailure, folder: str) -> Path | None:
-    """Writes the finding's reproducer into folder unless one is there:
-    its path, or None where the op is no OpOverload or no script shows the check."""
-    from .checks.bad_input import case_args
-    from .checks.base import fresh_args, outputs
+def _source(functions) -> str:
+    """The functions' source, as the harness runs them."""
+    return "\n\n\n".join(textwrap.dedent(inspect.getsource(f)).strip() for f in functions)
 
-    overload = spec.resolved_overload()
-    kind = _kind(case, failure.fix)
-    if overload is None or kind is None:
-        return None
-    cause = CAUSES.get(failure.fix, case.check)
-    path = Path(folder) / f"{slug(failure.op)}--{slug(cause)}.py"
-    if path.exists():
-        return None
+
+def _autodiff_code(case: Case) -> tuple[str, str]:
+    """(the mode's code: its function and the helpers it calls, with their
+    imports; the verdict that runs it)."""
+    mode = gradients.autodiff_mode(case)
+    function = MODES[mode]
+    code = inspect.getsource(function)
+    helpers = [h for h in HELPERS if h is not function and f"{h.__name__}(" in code]
+    code = _source([*helpers, function])
+    imports = [
+        line
+        for line, used in (
+            ("import torch.autograd.forward_ad as fwAD", "fwAD."),
+            ("from torch import func", "func."),
+        )
+        if used in code
+    ]
+    verdict = _RAISES if case.variant.endswith("-raises") else _GIVES_THE_REFERENCES
+    head = f"# {mode}: the harness's code for the mode.\n"
+    return head + "\n".join(imports) + "\n\n\n" + code, verdict.format(
+        function=function.__name__, mode=mode
+    )
+
+
+def _save(spec: OpSpec, case: Case, kind: str) -> tuple[dict, str]:
+    """(what the script loads, what its bad input is): the case's arguments
+    drawn as the check draws them, and what the check compares them with."""
     torch.manual_seed(zlib.crc32(case.id.encode()))  # the case's own draw
-    saved: dict = {}
+    saved: dict = {"out_names": list(spec._out_names or ())}
     what = ""
     if case.check in ("bad_input", "internal_assert"):
         args, what = case_args(spec, case)
     elif kind == "vmap":
         saved["samples"] = [fresh_args(spec, case, small=True) for _ in range(3)]
         args = saved["samples"][0]
+    elif kind in ("gradients", "autodiff"):
+        args = gradients.gradient_args(spec, case)
+    elif kind == "export":
+        args, saved["new"], saved["inputs"], saved["shapes"] = compilers.export_plan(spec, case)
+        saved["out"] = spec.out_positions(args) if spec.out else []
+    elif kind == "side_stream":
+        args = cuda.side_stream_args(spec, case)
+        saved["first"] = spec.tensor_positions(args)[0]
     else:
         args = fresh_args(spec, case)
     saved["args"] = copy_args(args)
+    if kind == "cuda_graph":
+        saved["new"] = fresh_args(spec, case)  # as the check copies into the graph's inputs
+    if kind in ("cuda_graph", "side_stream"):
+        saved["written"] = spec.written_positions(args)
     if kind in ("results", "strides"):
         saved["expected"] = spec.reference(*spec.inputs_of(copy_args(args)))
         saved["out"] = spec.out_positions(args) if spec.out else []
         first = outputs(saved["expected"])[0]
         saved["tolerance"] = spec.tolerance(first.dtype) if first is not None else {}
-    if kind == "gradients":
-        saved["grad_positions"] = spec.grad_positions(args, case.layout)
+    if kind in ("gradients", "autodiff"):
+        saved["positions"] = gradients.gradient_positions(spec, case, args)
         saved["grad_outputs"] = spec.grad_outputs
-        saved["written"] = spec.copied_per_call(args, saved["grad_positions"])
+        saved["written"] = spec.copied_per_call(args, saved["positions"])
+        saved["tolerance"] = gradients.gradcheck_tolerances(spec, case)
+    if kind == "autodiff":
+        _, ref, xs = gradients.differentiable_call(spec, case, args=copy_args(args))
+        xs = [x.detach() for x in xs]
+        saved["tangents"] = gradients.tangents(xs)
+        mode = gradients.autodiff_mode(case)
+        if not case.variant.endswith("-raises"):
+            ref = gradients.joined_differentiated_outputs(spec, ref)
+            saved["expected"] = MODES[mode](ref, xs, saved["tangents"])
+            saved["tolerance"] = gradients.AUTODIFF_TOLERANCES[case.dtype]
+    return saved, what
+
+
+def write(spec: OpSpec, case: Case, failure: ConformanceFailure, folder: str) -> Path | None:
+    """Writes the finding's reproducer into folder unless one is there:
+    its path, or None where the op is no OpOverload or no script shows the check."""
+    overload = spec.resolved_overload()
+    kind = _kind(spec, case, failure.fix)
+    if overload is None or kind is None:
+        return None
+    cause = CAUSES.get(failure.fix, case.check)
+    path = Path(folder) / f"{slug(failure.op)}--{slug(cause)}.py"
+    if path.exists():
+        return None
+    saved, what = _save(spec, case, kind)
     namespace, name = overload.name().split("::")
     imports = "".join(f"import {m}  # registers the op\n" for m in _imports(spec, namespace))
+    mode_code, verdict = _autodiff_code(case) if kind == "autodiff" else ("", "")
+    dynamo = (
+        "torch._dynamo.config.capture_dynamic_output_shape_ops = True  # a data-dependent size\n"
+        "torch._dynamo.config.capture_scalar_outputs = True"
+        if spec.dynamic_output
+        else ""
+    )
     body = _BODIES[kind].format(
         what=what.replace('"', "'"),
         tool="gradgradcheck" if case.check == "gradgradcheck" else "gradcheck",
         dynamic=case.check == "dynamic",
+        mode_code=mode_code,
+        verdict=verdict,
+        export_code=_source([compilers.export_shapes]) if kind == "export" else "",
+        dynamo=dynamo,
     )
     head = "\n".join(
         [
@@ -222,10 +431,11 @@ def write(spec: OpSpec, case: Case, failure: ConformanceFailure, folder: str) ->
         namespace=namespace,
         name=name.split(".")[0],
         overload=overload._overloadname,
+        call=_CALL_OUT_BY_NAME if spec._out_names else _CALL,
     )
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(saved, path.with_suffix(".pt"))
-    path.write_text(head + "\n" + load + "\n" + body)
+    path.write_text(head + "\n" + load + "\n\n" + body)
     return path
 
 

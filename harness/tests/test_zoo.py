@@ -785,20 +785,38 @@ def test_the_summary_is_printed_once_under_xdist(tmp_path):
     assert re.search(r"\nwrong_sign_mul +gradcheck \[1\] +1 +gradcheck 1\n", out), out[-3000:]
 
 
-# Buggy zoo ops, the checks that show each bug, and a correct twin.
+# Buggy zoo ops: the checks that show each bug, the reproducers the findings
+# write (their causes), and a correct twin that each reproducer passes on.
+ZOO_OP = "torch.ops.harness_zoo.{}.default"
 REPRODUCED = {
-    "wrong_sign_mul": (("gradcheck",), "mul"),
-    "catch_all_mul": (("fake",), "mul"),
-    "fake_strides_mul": (("fake",), "mul"),
-    "no_vmap_mul": (("vmap",), "mul"),
-    "ulp_off_mul": (("results",), "mul"),
-    "clamping_gather_rows": (("bad_input",), "gather_rows"),
+    "wrong_sign_mul": (("gradcheck",), {"gradcheck"}, ZOO_OP.format("mul")),
+    "catch_all_mul": (("fake",), {"catch-all-kernel"}, ZOO_OP.format("mul")),
+    "fake_strides_mul": (("fake",), {"fake"}, ZOO_OP.format("mul")),
+    "no_vmap_mul": (("vmap",), {"no-batching-rule"}, ZOO_OP.format("mul")),
+    "ulp_off_mul": (("results",), {"results"}, ZOO_OP.format("mul")),
+    "clamping_gather_rows": (("bad_input",), {"bad-input"}, ZOO_OP.format("gather_rows")),
+    "int_size_fake_mul": (("export",), {"export"}, ZOO_OP.format("mul")),
+    # a mode it does not claim returns zeros; a claimed one is off by 1e-4
+    "register_autograd_mul": (("autodiff",), {"autodiff"}, ZOO_OP.format("mul")),
+    "jvp_off_mul": (("autodiff",), {"autodiff"}, ZOO_OP.format("jvp_mul")),
+}
+CUDA_REPRODUCED = {
+    "default_stream_mul": (
+        ("cuda_graph", "side_stream"),
+        {"cuda-graph", "side-stream"},
+        "torch.ops.aten.mul.Tensor",
+    ),
+    "device_synced_mul": (("cuda_graph",), {"cuda-graph"}, "torch.ops.aten.mul.Tensor"),
+    "synced_mul": (("cuda_graph",), {"cuda-graph"}, "torch.ops.aten.mul.Tensor"),
+    # the stream it leaves current, found by the results check
+    "stream_leaking_mul": (("results",), {"results"}, "torch.ops.aten.mul.Tensor"),
 }
 
 
-def test_each_finding_writes_a_reproducer_that_runs_with_plain_python(tmp_path):
-    """--conformance-reproducers: one script per op and cause, which fails on
-    the buggy op and passes with its correct twin in its place."""
+def _reproducers_show_each_bug(tmp_path, reproduced: dict) -> None:
+    """Runs the ops' checks under pytest with --conformance-reproducers, then
+    each script it wrote: it must fail on the buggy op and pass with the op's
+    correct twin in its place."""
     module = tmp_path / "test_reproduced.py"
     module.write_text(
         "import dataclasses\n"
@@ -808,7 +826,7 @@ def test_each_finding_writes_a_reproducer_that_runs_with_plain_python(tmp_path):
         + "".join(
             f"test_{name} = conformance_tests(dataclasses.replace(specs[{name!r}], "
             f"checks={checks!r}, imports=('harness_zoo.registered',)))\n"
-            for name, (checks, _) in REPRODUCED.items()
+            for name, (checks, _, _) in reproduced.items()
         )
     )
     folder = tmp_path / "reproducers"
@@ -818,28 +836,45 @@ def test_each_finding_writes_a_reproducer_that_runs_with_plain_python(tmp_path):
         cwd=tmp_path,
     )
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert f"reproducers: {len(REPRODUCED)} in {folder}" in proc.stdout
-    scripts = sorted(folder.glob("*.py"))
-    assert len(scripts) == len(REPRODUCED), scripts
+    count = sum(len(causes) for _, causes, _ in reproduced.values())
+    assert f"reproducers: {count} in {folder}" in proc.stdout, proc.stdout[-3000:]
     runs = {}
-    for name, (_, twin) in REPRODUCED.items():
-        (script,) = folder.glob(name.replace("_", "-") + "--*.py")
-        assert "extension_cpp_testing" not in script.read_text().split('"""')[-1]
-        fixed = script.with_name(f"twin-{script.name}")
-        fixed.write_text(script.read_text().replace(f".{name}.", f".{twin}."))
-        shutil.copy(script.with_suffix(".pt"), fixed.with_suffix(".pt"))
-        runs[name] = (script, fixed)
+    for name, (_, causes, twin) in reproduced.items():
+        prefix = name.replace("_", "-") + "--"
+        scripts = {p.stem[len(prefix) :]: p for p in folder.glob(prefix + "*.py")}
+        assert set(scripts) == causes, (name, sorted(scripts))
+        for cause, script in scripts.items():
+            text = script.read_text()
+            assert "extension_cpp_testing" not in text.split('"""')[-1]
+            fixed = script.with_name(f"twin-{script.name}")
+            fixed.write_text(text.replace(ZOO_OP.format(name), twin))
+            shutil.copy(script.with_suffix(".pt"), fixed.with_suffix(".pt"))
+            runs[name, cause] = (script, fixed)
     # Each script is a python process of its own: a few at a time.
     with ThreadPoolExecutor(max_workers=4) as pool:
         done = {
-            (name, kind): pool.submit(run_python, [path])
-            for name, paths in runs.items()
+            (key, kind): pool.submit(run_python, [path])
+            for key, paths in runs.items()
             for kind, path in zip(("buggy", "twin"), paths)
         }
-    for (name, kind), future in done.items():
+    for (key, kind), future in done.items():
         proc = future.result()
         want = 1 if kind == "buggy" else 0
-        assert proc.returncode == want, (name, kind, proc.stdout[-2000:], proc.stderr[-2000:])
+        assert proc.returncode == want, (key, kind, proc.stdout[-2000:], proc.stderr[-2000:])
+
+
+def test_each_finding_writes_a_reproducer_that_runs_with_plain_python(tmp_path):
+    """--conformance-reproducers: one script per op and cause, which fails on
+    the buggy op and passes with its correct twin in its place."""
+    _reproducers_show_each_bug(tmp_path, REPRODUCED)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_each_cuda_finding_writes_a_reproducer_that_runs_with_plain_python(tmp_path):
+    """The CUDA checks' reproducers: a capture that fails or replays wrong, a
+    kernel that does not wait for the side stream, a stream left current."""
+    _reproducers_show_each_bug(tmp_path, CUDA_REPRODUCED)
 
 
 # register_autograd_mul with its forward modes declared silent, and mul

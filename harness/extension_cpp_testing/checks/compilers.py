@@ -132,11 +132,60 @@ def _export_input(a) -> bool:
     )
 
 
+def export_plan(spec: OpSpec, case: Case) -> tuple[list, list, list[int], list]:
+    """(args, new, inputs, shapes): the arguments torch.export traces at and
+    the program then runs at, the positions it takes as inputs (the others are
+    constants of the program), and each input's dynamic shapes as plain data,
+    which ``export_shapes`` makes torch.export's."""
+    args = fresh_args(spec, case, rows=EXPORT_ROWS[0])
+    new = fresh_args(spec, case, rows=EXPORT_ROWS[1])
+    inputs = [i for i, a in enumerate(args) if _export_input(a)]
+    names = spec.dynamic_dims_of(args)
+
+    def dim(v):
+        # A name makes a Dim of any size; a Dim given in the OpSpec keeps its range.
+        # (An unbounded max is torch's infinity, not an int.)
+        if isinstance(v, str):
+            return (v, None, None)
+        return (v.__name__, int(v.min), v.max if isinstance(v.max, int) else None)
+
+    def shapes(i):
+        a, b = args[i], new[i]
+        if isinstance(a, torch.Tensor):
+            return {d: dim(v) for d, v in names[i].items()} or None
+        # An int that follows rows is dynamic where the schema lets it be
+        # (SymInt); torch.export takes no named Dim for an int, only AUTO.
+        if isinstance(a, (list, tuple)):
+            same = isinstance(b, (list, tuple)) and len(a) == len(b)
+            return ["auto" if same and x != y else None for x, y in zip(a, b if same else a)]
+        return "auto" if a != b else None
+
+    return args, new, inputs, [shapes(i) for i in inputs]
+
+
+def export_shapes(shapes):
+    """torch.export's dynamic_shapes from plain data: a tensor's {dimension:
+    (name, min, max)} (min and max None where the name alone is given), "auto"
+    for an int that varies, a list of those for a list of ints."""
+    dims = {}
+
+    def one(s):
+        if isinstance(s, dict):
+            return {d: dim(*v) for d, v in s.items()}
+        if isinstance(s, list):
+            return [one(x) for x in s]
+        return torch.export.Dim.AUTO if s == "auto" else None
+
+    def dim(name, lo, hi):
+        bounds = {k: v for k, v in (("min", lo), ("max", hi)) if v is not None}
+        return dims.setdefault(name, torch.export.Dim(name, **bounds))
+
+    return (tuple(one(s) for s in shapes),)
+
+
 def check_export(spec: OpSpec, case: Case) -> None:
     f = returning(spec)
-    args = fresh_args(spec, case, rows=EXPORT_ROWS[0])
-    new = fresh_args(spec, case, rows=EXPORT_ROWS[1])  # what the program runs on
-    inputs = [i for i, a in enumerate(args) if _export_input(a)]
+    args, new, inputs, shapes = export_plan(spec, case)
     constants = {i: a for i, a in enumerate(args) if i not in inputs}
 
     class Wrapper(torch.nn.Module):
@@ -145,30 +194,9 @@ def check_export(spec: OpSpec, case: Case) -> None:
             full.update(zip(inputs, given))
             return f(*(full[i] for i in range(len(full))))
 
-    names = spec.dynamic_dims_of(args)
-    # A name makes a Dim of any size; a Dim given in the OpSpec keeps its range.
-    dims = {}
-    for dim_names in names:
-        for v in dim_names.values():
-            dims.setdefault(_dim_name(v), torch.export.Dim(v) if isinstance(v, str) else v)
-    # An int that follows rows is dynamic where the schema lets it be
-    # (SymInt); torch.export takes no named Dim for an int, only AUTO.
-    auto = getattr(torch.export.Dim, "AUTO", None)
-
-    def dynamic(i):
-        a, b = args[i], new[i]
-        if isinstance(a, torch.Tensor):
-            return {d: dims[_dim_name(v)] for d, v in names[i].items()} or None
-        if isinstance(a, (list, tuple)):
-            same = isinstance(b, (list, tuple)) and len(a) == len(b)
-            return [auto if same and x != y else None for x, y in zip(a, b if same else a)]
-        return auto if a != b else None
-
     with dynamo_config(spec):
         exported = torch.export.export(
-            Wrapper(),
-            tuple(args[i] for i in inputs),
-            dynamic_shapes=(tuple(dynamic(i) for i in inputs),),
+            Wrapper(), tuple(args[i] for i in inputs), dynamic_shapes=export_shapes(shapes)
         )
     overload = spec.overload(args)
     targets = {n.target for n in exported.graph.nodes if n.op == "call_function"}
@@ -186,10 +214,6 @@ def check_export(spec: OpSpec, case: Case) -> None:
     eager = spec.call(eager_args)
     got = exported.module()(*(new[i] for i in inputs))
     assert_effects(spec, got, new, eager, eager_args)
-
-
-def _dim_name(v) -> str:
-    return v if isinstance(v, str) else v.__name__
 
 
 def _same_constant(x, y) -> bool:

@@ -176,14 +176,19 @@ def check_cuda_graph(spec: OpSpec, case: Case) -> None:
         raise Failed(f"the replayed graph's result is wrong: {first_lines(e)}") from None
 
 
+def side_stream_args(spec: OpSpec, case: Case) -> list:
+    """Inputs large enough that a kernel on another stream runs during the sleep."""
+    layout = "large-1d" if spec.samples is None else spec.base_layout
+    return spec.sample(layout, case.dtype, "cuda")
+
+
 def check_side_stream(spec: OpSpec, case: Case) -> None:
     """On a side stream the kernel must wait for the work queued there before it.
 
     The side stream sleeps, then fills the first input; a kernel launched on
     any other stream runs during the sleep and reads the input unfilled.
     """
-    layout = "large-1d" if spec.samples is None else spec.base_layout
-    args = spec.sample(layout, case.dtype, "cuda")
+    args = side_stream_args(spec, case)
     first = spec.tensor_positions(args)[0]
     # What the op gives on these inputs on the current stream: the side
     # stream's call must give the same.

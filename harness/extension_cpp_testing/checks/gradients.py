@@ -170,10 +170,9 @@ def autodiff_cases(spec: OpSpec, device: str):
 # -- how they run ------------------------------------------------------------------
 
 
-def differentiable_call(spec: OpSpec, case: Case, small=True):
-    """(f, ref, xs): f(*xs) calls the op with the tensors xs in the places of its
-    differentiable arguments, the others as sampled."""
-    args = fresh_args(spec, case, small=small)
+def gradient_positions(spec: OpSpec, case: Case, args) -> list[int]:
+    """The positions of the arguments the gradient checks differentiate in
+    this sample: those grad_args names that are floating-point tensors."""
     chosen = spec.grad_positions(args, layout_of(spec, case))
     positions = [i for i in chosen if differentiable_tensor(args[i])]
     if not positions:
@@ -182,7 +181,19 @@ def differentiable_call(spec: OpSpec, case: Case, small=True):
             "none is a floating-point tensor here (declare the layout's own, or () for none)",
             "grad_args",
         )
+    return positions
 
+
+def gradient_args(spec: OpSpec, case: Case) -> list:
+    """The sample the gradient checks differentiate: small, as they are slow."""
+    return fresh_args(spec, case, small=True)
+
+
+def differentiable_call(spec: OpSpec, case: Case, args=None):
+    """(f, ref, xs): f(*xs) calls the op with the tensors xs in the places of its
+    differentiable arguments, the others as sampled (or as given in args)."""
+    args = gradient_args(spec, case) if args is None else args
+    positions = gradient_positions(spec, case, args)
     written = spec.copied_per_call(args, positions)
 
     def with_xs(fn):
@@ -228,10 +239,11 @@ def _floating_function(spec: OpSpec, f, xs):
     return lambda *x: differentiated_outputs(spec, f(*x))
 
 
-def _nondet_tol(spec: OpSpec) -> float:
-    """How far two runs of the backward may differ (float64): none, or for an
-    op that declares nondeterministic=True, atomic adds' reordering."""
-    return 1e-10 if spec.nondeterministic else 0.0
+def gradcheck_tolerances(spec: OpSpec, case: Case) -> dict:
+    """gradcheck's eps, atol and rtol for the case's dtype, and how far two
+    runs of the backward may differ (nondet_tol, float64): none, or for an op
+    that declares nondeterministic=True, atomic adds' reordering."""
+    return dict(GRAD_TOLERANCES[case.dtype], nondet_tol=1e-10 if spec.nondeterministic else 0.0)
 
 
 def check_gradcheck(spec: OpSpec, case: Case) -> None:
@@ -254,7 +266,7 @@ def _run_gradcheck(spec: OpSpec, case: Case, tool, **kw) -> None:
         warnings.filterwarnings("ignore", "Input #\\d+ requires gradient and is not a double")
         try:
             f = _floating_function(spec, f, xs)
-            tool(f, tuple(xs), nondet_tol=_nondet_tol(spec), **GRAD_TOLERANCES[case.dtype], **kw)
+            tool(f, tuple(xs), **gradcheck_tolerances(spec, case), **kw)
         except (SpecError, Failed):
             raise
         except GradcheckError as e:
@@ -272,7 +284,7 @@ def _run_gradcheck(spec: OpSpec, case: Case, tool, **kw) -> None:
             raise Failed(what, fix=RAISED_UNDER_GRADCHECK_FIX.format(dtype=case.dtype)) from None
 
 
-def _joined_differentiated_outputs(spec: OpSpec, fn):
+def joined_differentiated_outputs(spec: OpSpec, fn):
     """fn, returning the outputs to differentiate only (one tensor: the autodiff
     modes differentiate one), flattened and joined where there are several."""
 
@@ -283,18 +295,28 @@ def _joined_differentiated_outputs(spec: OpSpec, fn):
     return call
 
 
+def tangents(xs) -> list:
+    """Tangents (or cotangents) shaped like xs, the same on every run."""
+    gen = torch.Generator().manual_seed(0)
+    return [torch.randn(x.shape, generator=gen, dtype=x.dtype).to(x.device) for x in xs]
+
+
+def autodiff_mode(case: Case) -> str:
+    """The mode an autodiff case runs (its variant, less -raises or -silent)."""
+    return case.variant.removesuffix("-raises").removesuffix("-silent")
+
+
 def check_autodiff(spec: OpSpec, case: Case) -> None:
     """A claimed mode gives the reference's derivative; a mode the op does not
     claim (variant ``<mode>-raises``) raises; a mode declared silent
     (``<mode>-silent``, OpSpec.silent_modes) gives what PyTorch's limitation
     makes it give, a zero or missing derivative, and nothing else."""
-    mode = case.variant.removesuffix("-raises").removesuffix("-silent")
+    mode = autodiff_mode(case)
     f, ref, xs = differentiable_call(spec, case)
     _floating_function(spec, f, xs)
-    f, ref = _joined_differentiated_outputs(spec, f), _joined_differentiated_outputs(spec, ref)
+    f, ref = joined_differentiated_outputs(spec, f), joined_differentiated_outputs(spec, ref)
     xs = [x.detach() for x in xs]
-    gen = torch.Generator().manual_seed(0)
-    ts = [torch.randn(x.shape, generator=gen, dtype=x.dtype).to(x.device) for x in xs]
+    ts = tangents(xs)
     run = MODES[mode]
     if case.variant.endswith("-silent"):
         _check_silent(spec, mode, lambda: run(f, xs, ts), lambda: run(ref, xs, ts))

@@ -423,6 +423,8 @@ TORCH_LIBRARY(harness_zoo, m) {
   // derivative 1e-4 off.
   m.def("register_autograd_mul(Tensor a, Tensor b) -> Tensor");
   m.def("jvp_off_mul(Tensor a, Tensor b) -> Tensor");
+  // jvp_mul: jvp_off_mul's correct twin.
+  m.def("jvp_mul(Tensor a, Tensor b) -> Tensor");
   // CUDA only (zoo_cuda.cu, built where there is a GPU).
   m.def("default_stream_mul(Tensor a, Tensor b) -> Tensor");
   m.def("device_synced_mul(Tensor a, Tensor b) -> Tensor");
@@ -464,6 +466,7 @@ TORCH_LIBRARY_IMPL(harness_zoo, CPU, m) {
   m.impl("abort_on_empty_mul", &abort_on_empty_mul);
   ZOO_MUL(register_autograd_mul);
   ZOO_MUL(jvp_off_mul);
+  ZOO_MUL(jvp_mul);
   m.impl("returning_fake_add_out", [](const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
     check_out("harness_zoo.returning_fake_add_out", a, b, out);
     for_each_element<int64_t>(out, a, b, kAdd);

@@ -161,6 +161,7 @@ FUNCTIONAL = (
     "double_rounded_muladd",
     "register_autograd_mul",
     "jvp_off_mul",
+    "jvp_mul",
 )
 
 
@@ -301,6 +302,8 @@ def _register() -> None:
 
     _checked_fake("jvp_off_mul")
     _autograd("jvp_off_mul", jvp_error=1e-4)  # the bug: a tangent 1e-4 too large
+    _checked_fake("jvp_mul")
+    _autograd("jvp_mul", jvp_error=0.0)  # its twin: the right tangent
 
 
 def _vmap_one(name):

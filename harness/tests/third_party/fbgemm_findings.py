@@ -274,6 +274,28 @@ def bounds_check_indices_drops_repairs_to_offsets_of_another_dtype():
 # [mixed-offsets]
 
 
+# [jagged-offsets]
+def jagged_2d_to_dense_takes_offsets_it_cannot_use():
+    values = torch.randn(6, 2)
+    taken = []
+    for what, offsets in {
+        "decreasing": torch.tensor([0, 4, 3, 6]),
+        "past the values": torch.tensor([0, 2, 4, 10]),  # bag 2 ends 4 rows past the 6
+    }.items():
+        try:
+            ops.jagged_2d_to_dense(values, offsets, 4)
+        except RuntimeError:
+            continue
+        taken.append(what)
+    # No check that the offsets rise and stay inside the values: a bag whose
+    # end is before its start comes out empty, and the last bag above reads
+    # the memory past the values' 6 rows into its last 2 rows.
+    assert taken == [], f"offsets taken without an error: {taken}"
+
+
+# [jagged-offsets]
+
+
 # Every reproducer, in the page's order.
 FINDINGS = [
     kernels_read_strided_inputs_as_contiguous,
@@ -288,4 +310,5 @@ FINDINGS = [
     lengths_range_out_writes_output_as_if_contiguous,
     lengths_range_out_takes_an_output_that_overlaps_its_lengths,
     bounds_check_indices_drops_repairs_to_offsets_of_another_dtype,
+    jagged_2d_to_dense_takes_offsets_it_cannot_use,
 ]

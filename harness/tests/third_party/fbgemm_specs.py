@@ -168,6 +168,27 @@ def jagged_2d_to_dense_samples(layout, dtype, device, rows):
     return [values.to(device), offsets.to(device), max_length]
 
 
+# Bad values jagged_2d_to_dense must refuse: its offsets index the values' rows.
+def _decreasing_offsets(args):
+    values, offsets, max_length = args
+    offsets = offsets.clone()
+    offsets[1] = offsets[2] + 1  # bag 0 ends past where bag 1 ends
+    return [values, offsets, max_length]
+
+
+def _offsets_past_the_values(args):
+    values, offsets, max_length = args
+    offsets = offsets.clone()
+    offsets[-1] = values.shape[0] + 4  # the last bag ends 4 rows past the values
+    return [values, offsets, max_length]
+
+
+JAGGED_BAD_VALUES = {
+    "offsets that decrease": _decreasing_offsets,
+    "offsets past the values' rows": _offsets_past_the_values,
+}
+
+
 def _permute(layout: str) -> torch.Tensor:
     """The order of the features: each once ("unweighted", "weighted"), one
     twice ("repeating"), one only ("subset"), or each once as every other
@@ -400,6 +421,7 @@ SPECS = {
         dynamic_dims={0: {0: "values"}, 1: {0: torch.export.Dim("offsets", min=3)}},
         # A C++ autograd function (jagged_to_padded_dense's): reverse mode.
         autodiff=("reverse",),
+        bad_values=JAGGED_BAD_VALUES,
         **COMMON,
     ),
     "permute_2D_sparse_data": OpSpec(

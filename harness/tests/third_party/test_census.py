@@ -9,7 +9,9 @@ import pytest
 from harness_zoo.processes import run_python
 
 from extension_cpp_testing.census import report
-from extension_cpp_testing.registrations import missing, registrations
+from extension_cpp_testing.registrations import CAUSES, NO_AUTOGRAD_FIX, missing, registrations
+
+NO_AUTOGRAD = CAUSES[NO_AUTOGRAD_FIX]
 
 # namespace -> (the module that registers its ops, this folder's specs module)
 LIBRARIES = {
@@ -35,6 +37,9 @@ def test_the_census_lists_what_each_specd_op_lacks(namespace):
         block = blocks[str(overload._schema)]
         for lacking in missing(registrations(overload)):
             assert lacking.cause in block, block
+        if not spec.differentiable and "no autograd kernel" in block:
+            # The census sees no dtypes: it says when autograd is needed at all.
+            assert "no autograd kernel (autograd, if an output is floating-point" in block
 
 
 @pytest.mark.parametrize("namespace", LIBRARIES)
@@ -57,6 +62,17 @@ def test_the_starter_spec_collects_and_runs(namespace, tmp_path):
         cwd=tmp_path,
     )
     assert run.returncode == 0, run.stdout[-3000:]
+    # An op without an autograd kernel: the declaration to make, if its outputs are integer.
+    text = starter.read_text()
+    for spec in names.values():
+        overload = spec.resolved_overload()
+        if overload is None:
+            continue
+        if NO_AUTOGRAD not in {m.cause for m in missing(registrations(overload))}:
+            continue
+        line = f"torch.ops.{namespace}.{overload._opname}.{overload._overloadname},"
+        block = text[text.index(line) :].split("\n\n")[0]
+        assert "# differentiable=False,  # no autograd kernel" in block, block
     summary = run.stdout.strip().splitlines()[-1]
     assert " skipped" in summary, summary
     assert "passed" not in summary, summary

@@ -178,6 +178,11 @@ KNOWN = {
         findings.bounds_check_indices_drops_repairs_to_offsets_of_another_dtype,
         *_every("bounds_check_indices", ["results"], ["mixed-offsets"], ("int64", "int32")),
     ),
+    **_known(
+        findings.jagged_2d_to_dense_takes_offsets_it_cannot_use,
+        "jagged_2d_to_dense-bad_input-cpu-value-offsets-that-decrease",
+        "jagged_2d_to_dense-bad_input-cpu-value-offsets-past-the-values-rows",
+    ),
 }
 
 # The same bug where what the kernel reads is garbage: opcheck's copy of the
