@@ -28,8 +28,8 @@ import torch
 
 from .autodiff import HELPERS, MODES
 from .case import Case, ConformanceFailure, slug
-from .checks import compilers, cuda, gradients
-from .checks.bad_input import case_args
+from .checks import CHECKS, compilers, cuda, gradients
+from .checks.bad_input import VALUE, case_args
 from .checks.base import fresh_args, outputs
 from .layouts import copy_args
 from .registrations import CATCH_ALL_FIX, CAUSES, NO_AUTOGRAD_FIX, NO_FAKE_KERNEL_FIX
@@ -138,6 +138,35 @@ for g, e in zip(outputs(got), outputs(expected)):
     assert g.stride() == e.stride(), f"strides {{g.stride()}}; the reference's {{e.stride()}}"
 """,
     "bad_input": """\
+# {what}: the op must raise, and raise the same on fake tensors (what
+# torch.compile and torch.export trace with) and in compiled code.
+from torch._subclasses.fake_tensor import FakeTensorMode
+{dynamo}
+
+def error(run):
+    try:
+        run()
+    except Exception as e:  # the error is what is checked
+        return e
+    return None
+
+
+eager = error(lambda: call(args))
+assert eager is not None, "the op returned: {what}"
+said = str(eager).strip().splitlines()[0]
+print("raised, as it must:", said)
+words = said if saved["same_words"] else ""  # the words every error must share
+mode = FakeTensorMode()
+fake_args = [mode.from_tensor(a, static_shapes=True) if torch.is_tensor(a) else a for a in args]
+with mode:
+    fake = error(lambda: call(fake_args))
+assert fake is not None, f"the fake kernel accepted it, where the kernel raises {{said!r}}"
+assert words in str(fake), f"the fake kernel raises {{fake!r}}, the kernel {{said!r}}"
+compiled = torch.compile(lambda *a: call(list(a)), backend="aot_eager", fullgraph=True)
+compiled = error(lambda: compiled(*args))
+assert compiled is not None and words in str(compiled), f"compiled: {{compiled!r}}"
+""",
+    "bad_value": """\
 # {what}: the op must raise.
 try:
     call(args)
@@ -157,6 +186,26 @@ except RuntimeError as e:
 eager = call(args)
 compiled = torch.compile(lambda *a: call(a), fullgraph=True, dynamic={dynamic})(*args)
 torch.testing.assert_close(compiled, eager, equal_nan=True)
+""",
+    "dynamic": """\
+# torch.compile(dynamic=True) must trace the op once for every size (a
+# recompile is an error here) and give eager's result at each.
+import torch.fx.experimental._config
+{dynamo}
+torch._dynamo.config.error_on_recompile = True
+# Duck sizing would give two dimensions one symbol where their sizes agree.
+torch.fx.experimental._config.use_duck_shape = False
+
+
+def returning(full):  # the op's result, or the outs it wrote
+    result = call(full)
+    return tuple(full[i] for i in saved["out"]) if saved["out"] else result
+
+
+compiled = torch.compile(lambda *a: returning(list(a)), dynamic=True, fullgraph=True)
+for sample in saved["sizes"]:  # the same arguments at several sizes
+    want = returning(copied(sample))
+    torch.testing.assert_close(compiled(*sample), want, equal_nan=True)
 """,
     "export": """\
 # torch.export traces the op with its sizes dynamic, then the program runs
@@ -227,20 +276,13 @@ for i in saved["written"]:  # the arguments the op writes
     torch.testing.assert_close(args[i], want_args[i], equal_nan=True)
 """,
     "side_stream": """\
-# On a side stream the op must wait for the work queued there before it:
-# the stream sleeps, then fills the first input.
+# On a side stream the op must wait for the work queued there before it.
+{side_stream_code}
+
+
 want_args = copied(args)
 want = call(want_args)
-first = saved["first"]
-filled = args[first].clone()
-args[first] = torch.zeros_like(filled)
-torch.cuda.synchronize()
-side = torch.cuda.Stream()
-with torch.cuda.stream(side):
-    torch.cuda._sleep(50_000_000)  # tens of ms of GPU time
-    args[first].copy_(filled)
-    got = call(args)
-side.synchronize()
+got = on_a_side_stream(call, args, saved["first"])
 torch.testing.assert_close(got, want, equal_nan=True)
 for i in saved["written"]:  # the arguments the op writes
     torch.testing.assert_close(args[i], want_args[i], equal_nan=True)
@@ -290,7 +332,25 @@ def _imports(spec: OpSpec, namespace: str) -> list[str]:
                 found.append(top)
     if namespace not in found and importlib.util.find_spec(namespace) is not None:
         found.append(namespace)
+    if not found:
+        found = _loaders(namespace)
     return found
+
+
+def _loaders(namespace: str) -> list[str]:
+    """The packages that loaded a C++ library into torch.ops (a kernel
+    registered in C++ names no Python file): those named after the namespace
+    (fbgemm_gpu for fbgemm) where there are any, else every one."""
+    found = []
+    for library in sorted(torch.ops.loaded_libraries):
+        for name, module in list(sys.modules.items()):
+            path = getattr(module, "__file__", None)
+            if "." in name or name == "torch" or path is None:
+                continue
+            if library.startswith(os.path.dirname(path) + os.sep) and name not in found:
+                found.append(name)
+    named = [m for m in found if m.startswith(namespace)]
+    return named or found
 
 
 def _kind(spec: OpSpec, case: Case, fix: str) -> str | None:
@@ -299,10 +359,12 @@ def _kind(spec: OpSpec, case: Case, fix: str) -> str | None:
         return "fake"
     if fix == cuda.STREAM_LEFT_CURRENT_FIX:
         return "stream_kept"
+    if case.check == "autodiff":
+        return "autodiff"
     if fix == NO_AUTOGRAD_FIX or case.check in ("gradcheck", "gradgradcheck"):
         return "gradients"
-    if case.check == "dynamic":
-        return "compile"
+    if case.check == "bad_input" and case.variant.startswith(VALUE):
+        return "bad_value"
     if case.check == "cuda_graph" and not spec.capturable:
         return None  # its finding is a capture that worked
     return case.check if case.check in _BODIES else None
@@ -352,12 +414,18 @@ def _save(spec: OpSpec, case: Case, kind: str) -> tuple[dict, str]:
     elif kind == "export":
         args, saved["new"], saved["inputs"], saved["shapes"] = compilers.export_plan(spec, case)
         saved["out"] = spec.out_positions(args) if spec.out else []
+    elif kind == "dynamic":
+        saved["sizes"] = [fresh_args(spec, case, rows=r) for r in compilers.DYNAMIC_ROWS]
+        args = saved["sizes"][0]
+        saved["out"] = spec.out_positions(args) if spec.out else []
     elif kind == "side_stream":
         args = cuda.side_stream_args(spec, case)
         saved["first"] = spec.tensor_positions(args)[0]
     else:
         args = fresh_args(spec, case)
-    saved["args"] = copy_args(args)
+    # As drawn: torch.save keeps an out that overlaps an input a view into its memory.
+    saved["args"] = args if case.check in ("bad_input", "internal_assert") else copy_args(args)
+    saved["same_words"] = spec.same_error_words
     if kind == "cuda_graph":
         saved["new"] = fresh_args(spec, case)  # as the check copies into the graph's inputs
     if kind in ("cuda_graph", "side_stream"):
@@ -384,6 +452,16 @@ def _save(spec: OpSpec, case: Case, kind: str) -> tuple[dict, str]:
     return saved, what
 
 
+def _stem(failure: ConformanceFailure, check: str) -> str:
+    """The script's name, one per finding (an op and a fix): <op>--<cause>,
+    the cause a registration's (CAUSES) or the check's. A check's failure
+    with a fix of its own (one check, two causes) adds the fix's checksum."""
+    stem = f"{slug(failure.op)}--{slug(CAUSES.get(failure.fix, check))}"
+    if failure.fix in CAUSES or failure.fix == CHECKS[check].fix:
+        return stem
+    return f"{stem}-{zlib.crc32(failure.fix.encode()) & 0xFFFFFF:06x}"
+
+
 def write(spec: OpSpec, case: Case, failure: ConformanceFailure, folder: str) -> Path | None:
     """Writes the finding's reproducer into folder unless one is there:
     its path, or None where the op is no OpOverload or no script shows the check."""
@@ -392,7 +470,7 @@ def write(spec: OpSpec, case: Case, failure: ConformanceFailure, folder: str) ->
     if overload is None or kind is None:
         return None
     cause = CAUSES.get(failure.fix, case.check)
-    path = Path(folder) / f"{slug(failure.op)}--{slug(cause)}.py"
+    path = Path(folder) / f"{_stem(failure, case.check)}.py"
     if path.exists():
         return None
     saved, what = _save(spec, case, kind)
@@ -412,6 +490,7 @@ def write(spec: OpSpec, case: Case, failure: ConformanceFailure, folder: str) ->
         mode_code=mode_code,
         verdict=verdict,
         export_code=_source([compilers.export_shapes]) if kind == "export" else "",
+        side_stream_code=_source([cuda.on_a_side_stream]) if kind == "side_stream" else "",
         dynamo=dynamo,
     )
     head = "\n".join(

@@ -336,12 +336,13 @@ def test_a_catch_all_op_gets_one_fix_in_every_check_it_fails(zoo):
     assert key == ("catch_all_mul", CATCH_ALL_FIX)
     total = sum(len(found) for found in failures.values())
     report = failures.report()
-    assert f"1 findings (an op and a cause each) in {total} failed cases" in report
-    row = re.search(rf"\ncatch_all_mul +catch-all kernel \[1\] +{total} +(.*)\n", report)
+    assert f"1 findings (an op and a cause each) in {total} failed cases, 1 ops" in report
+    row = re.search(rf"\ncatch_all_mul +{total}  catch-all kernel {total} \[1\] \((.*)\)\n", report)
+    # (one cause: its checks stay on one line however many they are)
     assert row, report
     assert "fake " in row.group(1), report
     assert "vmap " in row.group(1), report
-    assert report.count(CATCH_ALL_FIX) == 1
+    assert report.count("[1] fix") == 1
 
 
 def test_skip_drops_one_of_opchecks_tests(zoo):
@@ -525,6 +526,16 @@ def test_a_write_the_schema_does_not_mark_is_named(zoo, op_name, written, schema
     )
 
 
+def test_an_opcheck_failure_names_its_test_and_no_trace_to_scroll_to(zoo):
+    """opcheck's own message ends "(scroll up for stack trace)", and a report
+    shows no trace: the failure gives opcheck's failed test and its error."""
+    failures = run_all(zoo["float32_fake_mul"], checks={"opcheck"})["opcheck"]
+    assert failures
+    for failure in failures:
+        assert re.match(r"opcheck's test_\w+: \w+", failure.what), failure.what
+        assert "scroll up" not in failure.what, failure.what
+
+
 def test_a_schema_finding_keeps_its_fix_beside_a_missing_fake_kernel():
     """An out= op whose schema lacks the (a!) and which has no fake kernel
     has two causes: opcheck names the schema, the tracing checks the kernel."""
@@ -695,6 +706,12 @@ def test_a_failed_capture_leaves_nothing_behind():
     assert found["stream"] == found["default"]
 
 
+def _wrapped(text: str) -> str:
+    """A pattern for text as the report wraps it: any run of spaces in it may
+    be a line break and an indent."""
+    return r"\s+".join(map(re.escape, text.split()))
+
+
 def test_generated_pytest_tests_name_check_case_and_fix(tmp_path):
     """End to end: conformance_tests() in a test module, run by pytest with the plugin."""
     module = tmp_path / "test_wrong_sign.py"
@@ -745,14 +762,17 @@ def test_generated_pytest_tests_name_check_case_and_fix(tmp_path):
     # The summary: a row per op and cause, then the fix with a case and what it showed.
     # One row per op and cause, whichever checks it failed in.
     table = out[out.index("conformance findings by op and cause") :]
-    assert "2 findings (an op and a cause each) in 4 failed cases" in table, table
-    found = re.search(r"\nwrong_sign_mul +gradcheck \[(\d)\] +1 +gradcheck 1\n", table)
+    assert "2 findings (an op and a cause each) in 4 failed cases, 2 ops" in table, table
+    found = re.search(r"\nwrong_sign_mul +1  gradcheck 1 \[(\d)\]\n", table)
     assert found, table
     n = found.group(1)
-    assert f"[{n}] fix: {FIXES['gradcheck']}\n    {case}: GradcheckError: Jacobian mismatch" in out
-    found = re.search(r"\ncatch_all_mul +catch-all kernel \[(\d)\] +3 +fake 2, vmap 1\n", table)
+    fix = f"[{n}] fix (1 case): {FIXES['gradcheck']}"
+    shown = rf"{_wrapped(fix)}\n    e\.g\. {re.escape(case)}: GradcheckError: Jacobian mismatch"
+    assert re.search(shown, table), table
+    row = r"\ncatch_all_mul +3  catch-all kernel 3 \[(\d)\] \(fake 2, vmap 1\)\n"
+    found = re.search(row, table)
     assert found, table
-    assert f"[{found.group(1)}] fix: {CATCH_ALL_FIX}\n" in table
+    assert re.search(_wrapped(f"[{found.group(1)}] fix (3 cases): {CATCH_ALL_FIX}"), table)
     # The JUnit XML carries the check, case and fix as the testcase's properties.
     properties = ElementTree.parse(junit).findall(".//testcase/properties/property")
     assert [p.get("name") for p in properties] == ["conformance_failure"] * 4
@@ -782,7 +802,7 @@ def test_the_summary_is_printed_once_under_xdist(tmp_path):
     assert proc.returncode == 1, out[-3000:] + proc.stderr[-3000:]
     assert "1 failed" in out, out[-3000:]
     assert out.count("conformance findings by op and cause") == 1, out[-3000:]
-    assert re.search(r"\nwrong_sign_mul +gradcheck \[1\] +1 +gradcheck 1\n", out), out[-3000:]
+    assert re.search(r"\nwrong_sign_mul +1  gradcheck 1 \[1\]\n", out), out[-3000:]
 
 
 # Buggy zoo ops: the checks that show each bug, the reproducers the findings
@@ -795,7 +815,9 @@ REPRODUCED = {
     "no_vmap_mul": (("vmap",), {"no-batching-rule"}, ZOO_OP.format("mul")),
     "ulp_off_mul": (("results",), {"results"}, ZOO_OP.format("mul")),
     "clamping_gather_rows": (("bad_input",), {"bad-input"}, ZOO_OP.format("gather_rows")),
-    "int_size_fake_mul": (("export",), {"export"}, ZOO_OP.format("mul")),
+    "int_size_fake_mul": (("export", "dynamic"), {"export", "dynamic"}, ZOO_OP.format("mul")),
+    # eager raises, the fake kernel does not
+    "unchecked_fake_mul": (("bad_input",), {"bad-input"}, ZOO_OP.format("mul")),
     # a mode it does not claim returns zeros; a claimed one is off by 1e-4
     "register_autograd_mul": (("autodiff",), {"autodiff"}, ZOO_OP.format("mul")),
     "jvp_off_mul": (("autodiff",), {"autodiff"}, ZOO_OP.format("jvp_mul")),
@@ -841,7 +863,11 @@ def _reproducers_show_each_bug(tmp_path, reproduced: dict) -> None:
     runs = {}
     for name, (_, causes, twin) in reproduced.items():
         prefix = name.replace("_", "-") + "--"
-        scripts = {p.stem[len(prefix) :]: p for p in folder.glob(prefix + "*.py")}
+        # <op>--<cause>, and the fix's checksum where the cause is a check's
+        scripts = {
+            re.sub(r"-[0-9a-f]{6}$", "", p.stem[len(prefix) :]): p
+            for p in folder.glob(prefix + "*.py")
+        }
         assert set(scripts) == causes, (name, sorted(scripts))
         for cause, script in scripts.items():
             text = script.read_text()

@@ -182,6 +182,22 @@ def side_stream_args(spec: OpSpec, case: Case) -> list:
     return spec.sample(layout, case.dtype, "cuda")
 
 
+def on_a_side_stream(call, args: list, first: int):
+    """call(args) on a side stream that first sleeps, then fills args[first]
+    (zeros until then): a kernel launched on any other stream runs during
+    the sleep and reads the zeros. (A reproducer prints this function.)"""
+    filled = args[first].clone()
+    args[first] = torch.zeros_like(filled)
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(50_000_000)  # tens of ms of GPU time
+        args[first].copy_(filled)
+        got = call(args)
+    side.synchronize()
+    return got
+
+
 def check_side_stream(spec: OpSpec, case: Case) -> None:
     """On a side stream the kernel must wait for the work queued there before it.
 
@@ -194,15 +210,7 @@ def check_side_stream(spec: OpSpec, case: Case) -> None:
     # stream's call must give the same.
     eager_args = copy_args(args)
     want = spec.call(eager_args)
-    filled = args[first].clone()
-    args[first] = torch.zeros_like(filled)
-    torch.cuda.synchronize()
-    side = torch.cuda.Stream()
-    with torch.cuda.stream(side):
-        torch.cuda._sleep(50_000_000)  # tens of ms of GPU time
-        args[first].copy_(filled)
-        got = spec.call(args)
-    side.synchronize()
+    got = on_a_side_stream(spec.call, args, first)
     try:
         assert_effects(spec, got, args, want, eager_args)
     except AssertionError as e:
