@@ -28,7 +28,7 @@ import torch
 
 from .autodiff import HELPERS, MODES
 from .case import Case, ConformanceFailure, slug
-from .checks import CHECKS, compilers, cuda, gradients
+from .checks import CHECKS, compilers, cuda, fake, gradients
 from .checks.bad_input import VALUE, case_args
 from .checks.base import fresh_args, outputs
 from .layouts import copy_args
@@ -97,11 +97,12 @@ xs = [args[i].detach().requires_grad_() for i in positions]
 _BODIES = {
     "fake": """\
 # torch.compile and torch.export run the op on fake tensors (no data).
-from torch._subclasses.fake_tensor import FakeTensorMode
+{fake_mode_code}
+
 
 real = call(args)
-with FakeTensorMode() as mode:
-    fake = call([mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args])
+with fake_mode(saved["dynamic_output"]) as mode:
+    fake = call([mode.from_tensor(a, static_shapes=True) if torch.is_tensor(a) else a for a in args])
 for f, r in zip(outputs(fake), outputs(real)):
     f, r = [(tuple(t.shape), t.stride(), t.dtype) for t in (f, r)]
     assert f == r, f"the fake kernel gives {{f}}; the kernel {{r}}"
@@ -130,6 +131,8 @@ if saved["out"]:
     got = tuple(args[i] for i in saved["out"])
     got = got[0] if len(got) == 1 else got
 torch.testing.assert_close(got, expected, equal_nan=True, **saved["tolerance"])
+for i, want in saved["mutated"].items():  # what it writes in place, against the reference's
+    torch.testing.assert_close(args[i], want, equal_nan=True)
 """,
     "strides": """\
 expected = saved["expected"]
@@ -140,7 +143,7 @@ for g, e in zip(outputs(got), outputs(expected)):
     "bad_input": """\
 # {what}: the op must raise, and raise the same on fake tensors (what
 # torch.compile and torch.export trace with) and in compiled code.
-from torch._subclasses.fake_tensor import FakeTensorMode
+{fake_mode_code}
 {dynamo}
 
 def error(run):
@@ -156,7 +159,7 @@ assert eager is not None, "the op returned: {what}"
 said = str(eager).strip().splitlines()[0]
 print("raised, as it must:", said)
 words = said if saved["same_words"] else ""  # the words every error must share
-mode = FakeTensorMode()
+mode = fake_mode(saved["dynamic_output"])
 fake_args = [mode.from_tensor(a, static_shapes=True) if torch.is_tensor(a) else a for a in args]
 with mode:
     fake = error(lambda: call(fake_args))
@@ -315,7 +318,7 @@ else:
 """
 
 
-def _imports(spec: OpSpec, namespace: str) -> list[str]:
+def imports_for(spec: OpSpec, namespace: str) -> list[str]:
     """What to import so the op is registered: the spec's ``imports``, or the
     top-level packages whose Python files registered the op's kernels, and the
     namespace where it is a package."""
@@ -375,6 +378,11 @@ def _source(functions) -> str:
     return "\n\n\n".join(textwrap.dedent(inspect.getsource(f)).strip() for f in functions)
 
 
+_FAKE_MODE_CODE = "from torch._subclasses.fake_tensor import FakeTensorMode\n\n\n" + _source(
+    [fake.fake_mode]
+)
+
+
 def _autodiff_code(case: Case) -> tuple[str, str]:
     """(the mode's code: its function and the helpers it calls, with their
     imports; the verdict that runs it)."""
@@ -426,12 +434,15 @@ def _save(spec: OpSpec, case: Case, kind: str) -> tuple[dict, str]:
     # As drawn: torch.save keeps an out that overlaps an input a view into its memory.
     saved["args"] = args if case.check in ("bad_input", "internal_assert") else copy_args(args)
     saved["same_words"] = spec.same_error_words
+    saved["dynamic_output"] = spec.dynamic_output
     if kind == "cuda_graph":
         saved["new"] = fresh_args(spec, case)  # as the check copies into the graph's inputs
     if kind in ("cuda_graph", "side_stream"):
         saved["written"] = spec.written_positions(args)
     if kind in ("results", "strides"):
-        saved["expected"] = spec.reference(*spec.inputs_of(copy_args(args)))
+        updated = copy_args(args)  # the reference updates its copies of what the op mutates
+        saved["expected"] = spec.reference(*spec.inputs_of(updated))
+        saved["mutated"] = {i: updated[i] for i in spec.mutated_positions(args)}
         saved["out"] = spec.out_positions(args) if spec.out else []
         first = outputs(saved["expected"])[0]
         saved["tolerance"] = spec.tolerance(first.dtype) if first is not None else {}
@@ -475,7 +486,7 @@ def write(spec: OpSpec, case: Case, failure: ConformanceFailure, folder: str) ->
         return None
     saved, what = _save(spec, case, kind)
     namespace, name = overload.name().split("::")
-    imports = "".join(f"import {m}  # registers the op\n" for m in _imports(spec, namespace))
+    imports = "".join(f"import {m}  # registers the op\n" for m in imports_for(spec, namespace))
     mode_code, verdict = _autodiff_code(case) if kind == "autodiff" else ("", "")
     dynamo = (
         "torch._dynamo.config.capture_dynamic_output_shape_ops = True  # a data-dependent size\n"
@@ -491,6 +502,7 @@ def write(spec: OpSpec, case: Case, failure: ConformanceFailure, folder: str) ->
         verdict=verdict,
         export_code=_source([compilers.export_shapes]) if kind == "export" else "",
         side_stream_code=_source([cuda.on_a_side_stream]) if kind == "side_stream" else "",
+        fake_mode_code=_FAKE_MODE_CODE,
         dynamo=dynamo,
     )
     head = "\n".join(

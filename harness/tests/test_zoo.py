@@ -33,6 +33,7 @@ from extension_cpp_testing import (
     cases,
     run_all,
 )
+from extension_cpp_testing.case import slug
 from extension_cpp_testing.checks.bad_input import BAD_VALUE_FIX
 from extension_cpp_testing.checks.cuda import STREAM_LEFT_CURRENT_FIX
 from extension_cpp_testing.checks.gradients import (
@@ -814,6 +815,8 @@ REPRODUCED = {
     "fake_strides_mul": (("fake",), {"fake"}, ZOO_OP.format("mul")),
     "no_vmap_mul": (("vmap",), {"no-batching-rule"}, ZOO_OP.format("mul")),
     "ulp_off_mul": (("results",), {"results"}, ZOO_OP.format("mul")),
+    # its argument y, written in place, compared with the reference's
+    "off_by_one_axpy_": (("results",), {"results"}, ZOO_OP.format("axpy_")),
     "clamping_gather_rows": (("bad_input",), {"bad-input"}, ZOO_OP.format("gather_rows")),
     "int_size_fake_mul": (("export", "dynamic"), {"export", "dynamic"}, ZOO_OP.format("mul")),
     # eager raises, the fake kernel does not
@@ -862,7 +865,7 @@ def _reproducers_show_each_bug(tmp_path, reproduced: dict) -> None:
     assert f"reproducers: {count} in {folder}" in proc.stdout, proc.stdout[-3000:]
     runs = {}
     for name, (_, causes, twin) in reproduced.items():
-        prefix = name.replace("_", "-") + "--"
+        prefix = slug(name) + "--"
         # <op>--<cause>, and the fix's checksum where the cause is a check's
         scripts = {
             re.sub(r"-[0-9a-f]{6}$", "", p.stem[len(prefix) :]): p

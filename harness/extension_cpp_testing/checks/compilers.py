@@ -163,6 +163,7 @@ def export_plan(spec: OpSpec, case: Case) -> tuple[list, list, list[int], list]:
     return args, new, inputs, [shapes(i) for i in inputs]
 
 
+# A finding's reproducer prints this function's source.
 def export_shapes(shapes):
     """torch.export's dynamic_shapes from plain data: a tensor's {dimension:
     (name, min, max)} (min and max None where the name alone is given), "auto"

@@ -182,10 +182,11 @@ def side_stream_args(spec: OpSpec, case: Case) -> list:
     return spec.sample(layout, case.dtype, "cuda")
 
 
+# A finding's reproducer prints this function's source.
 def on_a_side_stream(call, args: list, first: int):
     """call(args) on a side stream that first sleeps, then fills args[first]
     (zeros until then): a kernel launched on any other stream runs during
-    the sleep and reads the zeros. (A reproducer prints this function.)"""
+    the sleep and reads the zeros."""
     filled = args[first].clone()
     args[first] = torch.zeros_like(filled)
     torch.cuda.synchronize()

@@ -21,8 +21,11 @@ DYNAMIC_OUTPUT_FIX = (
 )
 
 
-def _fake_mode(spec: OpSpec) -> FakeTensorMode:
-    if not spec.dynamic_output:
+# A finding's reproducer prints this function's source.
+def fake_mode(dynamic_output: bool) -> FakeTensorMode:
+    """FakeTensor's mode for an op: with a shape environment that takes the
+    data-dependent sizes of an op that makes them (OpSpec.dynamic_output)."""
+    if not dynamic_output:
         return FakeTensorMode()
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
@@ -31,7 +34,7 @@ def _fake_mode(spec: OpSpec) -> FakeTensorMode:
 
 def fake_call(spec: OpSpec, args):
     """(the fake result, the fake args): the op run on fake copies of args."""
-    mode = _fake_mode(spec)
+    mode = fake_mode(spec.dynamic_output)
     fake_args = [
         mode.from_tensor(a, static_shapes=True) if isinstance(a, torch.Tensor) else a for a in args
     ]

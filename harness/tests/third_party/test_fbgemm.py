@@ -15,7 +15,7 @@ fbgemm_gpu = pytest.importorskip(
     "release the Makefile pins: pip install --no-deps fbgemm-gpu-cpu==<release>)"
 )  # fmt: skip
 
-from extension_cpp_testing import MODES, cases, conformance_tests  # noqa: E402
+from extension_cpp_testing import MODES, cases, conformance_tests, reproducers  # noqa: E402
 
 from . import fbgemm_findings as findings  # noqa: E402
 from .fbgemm_specs import SPECS  # noqa: E402
@@ -236,3 +236,10 @@ def test_each_finding_reproduces_without_the_harness(reproducer):
     """Each reproducer's assert fails: the bug is still there (run in the
     harness's worker: some of these kernels read memory they do not own)."""
     reproduces_in_isolation(reproducer, shows=True)
+
+
+def test_a_reproducer_imports_the_package_that_loaded_the_ops():
+    """fbgemm's kernels are C++, loaded by fbgemm_gpu (torch.ops.load_library):
+    no Python file registered them and no package is named fbgemm, so a
+    finding's reproducer imports fbgemm_gpu."""
+    assert reproducers.imports_for(SPECS["jagged_2d_to_dense"], "fbgemm") == ["fbgemm_gpu"]
