@@ -16,7 +16,7 @@ import torch.autograd.forward_ad as fwAD
 from torch import func
 
 
-def scalar(f: Callable) -> Callable:
+def scalar(f):
     """sum(sin(f(xs))): a non-linear scalar, so second derivatives are not trivial."""
     return lambda *xs: f(*xs).sin().sum()
 

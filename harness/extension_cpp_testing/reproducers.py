@@ -102,7 +102,8 @@ _BODIES = {
 
 real = call(args)
 with fake_mode(saved["dynamic_output"]) as mode:
-    fake = call([mode.from_tensor(a, static_shapes=True) if torch.is_tensor(a) else a for a in args])
+    fake_args = [mode.from_tensor(a, static_shapes=True) if torch.is_tensor(a) else a for a in args]
+    fake = call(fake_args)
 for f, r in zip(outputs(fake), outputs(real)):
     f, r = [(tuple(t.shape), t.stride(), t.dtype) for t in (f, r)]
     assert f == r, f"the fake kernel gives {{f}}; the kernel {{r}}"
