@@ -30,13 +30,18 @@ def stream_kept(case: Case):
     The stream is set back either way: every later case in the process would
     run on it, and an op that launches on the legacy default stream would
     then race with its own work there and fail checks that have nothing to do
-    with the cause."""
+    with the cause. The stream left current is the finding even where the
+    check failed too: its results, read on the caller's stream, race with the
+    op's work on the other one, so they differ or not by chance."""
     if case.device != "cuda":
         yield
         return
     stream = torch.cuda.current_stream()
+    failed = None
     try:
         yield
+    except Failed as e:
+        failed = e
     finally:
         left = torch.cuda.current_stream()
         torch.cuda.set_stream(stream)
@@ -45,6 +50,8 @@ def stream_kept(case: Case):
             f"the call left another CUDA stream current: {left}, not {stream}",
             fix=STREAM_LEFT_CURRENT_FIX,
         )
+    if failed is not None:
+        raise failed
 
 
 def cuda_graph_cases(spec: OpSpec, device: str):
