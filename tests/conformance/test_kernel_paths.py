@@ -2,9 +2,10 @@
 
 The conformance layouts in cases.py are small. The fast kernels pick a loop
 by layout and size: on CUDA (csrc/fast/cuda/elementwise.cuh) the vectorised
-contiguous kernel, the row kernel (its vector and its coalesced scalar
-branch), the tiled kernel (one input staged or both), the 32-bit strided
-kernel and, past 2^31, the plain kernel; on the CPU
+contiguous kernel, the row kernels (rows_kernel's vector and coalesced
+scalar branches; for 2-byte types dense_rows_kernel, a kernel per stride
+kind, one or two rows per block), the tiled kernel (one input staged or
+both), the 32-bit strided kernel and, past 2^31, the plain kernel; on the CPU
 (csrc/fast/cpu/elementwise.h) the dense run loop, the strided loop, the
 buffered tiles and the register transposes. The simple build runs the plain
 loops on every case.
@@ -63,6 +64,35 @@ PATHS = {
     # Row kernel, scalar branch: inner stride 2, and a misaligned 1-D run.
     "rows-step-sliced": lambda **kw: (_randn(41, 6002, **kw)[:, ::2], _randn(41, 3001, **kw)),
     "rows-offset-1d": lambda **kw: (_randn(200002, **kw)[1:], _randn(200002, **kw)[1:]),
+    # 2-byte row kernel (dense_rows_kernel), one kernel per stride kind:
+    # stride-2 rows read as pairs of 16-byte vectors, a [::2] slice (starting
+    # on a 16-byte boundary) beside a [1::2] one (one element past it), rows
+    # of 3002 (a tail of 2); and a [1::2] slice beside a broadcast row, which
+    # the kernel reading strides at run time takes. float32 and float64 take
+    # rows_kernel's scalar loop.
+    "rows-step-pairs": lambda **kw: (
+        _randn(41, 6016, **kw)[:, :6003:2],
+        _randn(41, 6016, **kw)[:, 1:6004:2],
+    ),
+    "rows-step-pairs-and-broadcast-row": lambda **kw: (
+        _randn(41, 6016, **kw)[:, 1:6004:2],
+        _randn(1, 3002, **kw).expand(41, 3002),
+    ),
+    # 2-byte row kernel, two rows per block: rows of exactly half a chunk
+    # (1024 elements), over an even number of rows (66; 3 x 66 merged), and
+    # over an odd one (67: one row per block, half the threads idle).
+    "rows-two-per-block": lambda **kw: (
+        _randn(66, 1024, **kw),
+        _randn(66, 1, **kw).expand(66, 1024),
+    ),
+    "rows-two-per-block-3d": lambda **kw: (
+        _randn(3, 66, 1, **kw).expand(3, 66, 1024),
+        _randn(3, 66, 1024, **kw),
+    ),
+    "rows-odd-count": lambda **kw: (
+        _randn(67, 1024, **kw),
+        _randn(67, 1, **kw).expand(67, 1024),
+    ),
     # Per-element strided kernel: rows too short for the row kernel.
     "strided-short-rows": lambda **kw: (_randn(3001, 14, **kw)[:, ::2], _randn(3001, 7, **kw)),
     # CPU strided loop, many short dense rows per call of the run loop
@@ -241,6 +271,10 @@ SPECIAL_PATHS = {
     "broadcast-col": lambda make: (make(67, 1001), make(67, 1).expand(67, 1001)),
     # The tiled loop, and float32's 16 x 16 register transposes.
     "one-transposed": lambda make: (make(67, 1001), make(1001, 67).t()),
+    # CUDA's 2-byte row kernel: a broadcast column, two rows per block; and
+    # stride-2 rows read as vector pairs, [::2] beside [1::2].
+    "broadcast-col-two-rows": lambda make: (make(66, 1024), make(66, 1).expand(66, 1024)),
+    "step-pairs": lambda make: (make(66, 2048)[:, ::2], make(66, 2048)[:, 1::2]),
 }
 
 

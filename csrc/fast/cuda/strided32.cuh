@@ -84,7 +84,7 @@ inline bool fits_32_bits(const BinaryLayout& l) {
 
 // Dimensions [first, l.ndim) of l in 32 bits.
 inline Layout32 to_32_bits(const BinaryLayout& l, int first = 0) {
-  Layout32 r;
+  Layout32 r{};  // strides past ndim are 0: the row kernel reads them for 1-D layouts
   r.ndim = l.ndim - first;
   for (int d = first; d < l.ndim; ++d) {
     r.sizes[d - first] = FastDivisor(static_cast<uint32_t>(l.sizes[d]));

@@ -59,8 +59,12 @@ __device__ __forceinline__ uint32_t padded(uint32_t idx) {
 // kVec consecutive elements per access: along dimension 1 for a staged input,
 // along dimension 0 for a direct input and the output (vector_tiles_ok says
 // when every such run is whole and aligned).
+//
+// Capped at 32 registers, 8 blocks of 256 threads per SM: a tile's loads are
+// all issued before its barrier, so the tiles in flight per SM set the speed
+// (Note [CUDA tiles]).
 template <typename scalar_t, typename Op, int kCells, int kVec, bool kStageA, bool kStageB>
-__global__ void __launch_bounds__(kThreads, 4)
+__global__ void __launch_bounds__(kThreads, 8)
     tiled_kernel(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout l,
                  const TileShape shape, Op op) {
   using T = opmath_t<scalar_t>;
