@@ -23,7 +23,9 @@ inside the A/A spread is a tie. Sections (``--sections``, all by default):
   its kernel) with an empty and with a warm Triton cache, against the C++
   build (``--cpp-build-seconds``: a timed ``pip install -e .`` from a clean tree)
   and the C++ op's first call;
-* layouts: every layout of benchmarks/layouts.py at 2^24 elements, kernels alone.
+* layouts: every layout of benchmarks/layouts.py at 2^20 and 2^24 elements
+  (``--layout-log2``: in L2 and past it), kernels alone, with each op's eager
+  form beside the C++ and Triton ones.
 
 Writes the Markdown tables to --out, stamped with the command, the commit
 (EXTENSION_CPP_COMMIT where the tree has no .git) and the date, under a
@@ -62,6 +64,7 @@ PACKAGES = {"C++": extension_cpp, "Triton": extension_triton}
 ROUNDS = 15
 GRAPH_CALLS = 20  # calls of one candidate captured in one CUDA graph
 LAYOUT_LOG2 = 24  # past a data-centre GPU's L2 cache
+LAYOUT_SIZES = "20,24"  # the layout sweep's sizes: in L2, and past it
 
 
 def _eager(op: str, a, b, out):
@@ -175,46 +178,63 @@ def contiguous_lines(rows: list) -> list:
 # -- layouts ------------------------------------------------------------------
 
 
-def layout_sweep(device: str, sync, n_log2: int) -> tuple:
+def layout_sweep(device: str, sync, exponents) -> tuple:
     rows = []
-    for dtype_name in DTYPES:
-        dtype = getattr(torch, dtype_name)
-        dense = torch.randn(2**n_log2, device=device).to(dtype)
-        for name, make in layouts(n_log2).items():
-            a, b = make(dtype=dtype, device=device)
-            fns = candidates(a, b, compiled=False, copy_of=dense)
-            # The bytes this layout moves over a copy's (benchmarks/layouts.py).
-            traffic = (a.numel() + stored_elements(a) + stored_elements(b)) / (2 * a.numel())
-            t = timed(graphed(fns), sync, GRAPH_CALLS) if device == "cuda" else timed(fns, sync)
-            rows.append({"dtype": dtype_name, "layout": name, "us": t, "traffic": traffic})
-            summary = " ".join(
-                f"{op} C++ {fraction(t, (op, 'C++'), t[('copy', 'copy')], traffic):.2f} "
-                f"Triton {fraction(t, (op, 'Triton'), t[('copy', 'copy')], traffic):.2f}"
-                for op in OPS
-            )
-            print(f"  layouts {dtype_name} {name}: {summary}", flush=True)
-    return rows, layout_lines(rows, n_log2, device)
+    for n_log2 in exponents:
+        for dtype_name in DTYPES:
+            dtype = getattr(torch, dtype_name)
+            dense = torch.randn(2**n_log2, device=device).to(dtype)
+            for name, make in layouts(n_log2).items():
+                a, b = make(dtype=dtype, device=device)
+                fns = candidates(a, b, compiled=False, copy_of=dense)
+                # The bytes this layout moves over a copy's (benchmarks/layouts.py).
+                traffic = (a.numel() + stored_elements(a) + stored_elements(b)) / (2 * a.numel())
+                t = timed(graphed(fns), sync, GRAPH_CALLS) if device == "cuda" else timed(fns, sync)
+                rows.append(
+                    {
+                        "log2": n_log2,
+                        "dtype": dtype_name,
+                        "layout": name,
+                        "us": t,
+                        "traffic": traffic,
+                    }
+                )
+                summary = " ".join(
+                    f"{op} C++ {fraction(t, (op, 'C++'), t[('copy', 'copy')], traffic):.2f} "
+                    f"Triton {fraction(t, (op, 'Triton'), t[('copy', 'copy')], traffic):.2f}"
+                    for op in OPS
+                )
+                print(f"  layouts 2^{n_log2} {dtype_name} {name}: {summary}", flush=True)
+    lines = []
+    for n_log2 in exponents:
+        lines += layout_lines([r for r in rows if r["log2"] == n_log2], n_log2, device)
+    return rows, lines
+
+
+IMPLEMENTATIONS = ("C++", "Triton", "eager")
 
 
 def layout_lines(rows: list, n_log2: int, device: str) -> list:
     how = "kernels alone (CUDA graph replays)" if device == "cuda" else "whole calls"
+    header = " | ".join(
+        f"{op}: {impl}" if impl == "C++" else impl for op in OPS for impl in IMPLEMENTATIONS
+    )
     lines = [
         f"## Layouts: 2^{n_log2} elements, {how}",
         "",
-        "Each op's C++ and Triton bandwidth over a device copy's, counting the bytes "
-        "each layout must move (a broadcast input's stored elements once). A/A: "
-        "`torch.mul` over itself.",
+        "Each op's C++, Triton and eager bandwidth over a device copy's, counting the bytes "
+        "each layout must move (a broadcast input's stored elements once; myadd_out's eager: "
+        "`torch.add(out=)`). A/A: `torch.mul` over itself.",
         "",
-        "| dtype | layout | mymuladd: C++ | Triton | mymul: C++ | Triton "
-        "| myadd_out: C++ | Triton | A/A |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f"| dtype | layout | {header} | A/A |",
+        "|---|---|" + "---|" * (len(OPS) * len(IMPLEMENTATIONS) + 1),
     ]
     for row in rows:
         t, copy = row["us"], row["us"][("copy", "copy")]
         shown = " | ".join(
             f"{fraction(t, (op, impl), copy, row['traffic']):.2f}"
             for op in OPS
-            for impl in ("C++", "Triton")
+            for impl in IMPLEMENTATIONS
         )
         lines.append(f"| {row['dtype']} | {row['layout']} | {shown} | {aa(t):.2f} |")
     return lines + [""]
@@ -421,7 +441,7 @@ def _span(values) -> str:
     return f"{values[0]:.2f}" if values[0] == values[-1] else f"{values[0]:.2f}-{values[-1]:.2f}"
 
 
-def summary_lines(data: dict, layout_log2: int) -> list:
+def summary_lines(data: dict) -> list:
     """A few lines read off the sections below (those that ran): Triton time
     over C++ time (> 1: C++ is faster) unless a line says otherwise,
     and the spread of every A/A control."""
@@ -441,14 +461,24 @@ def summary_lines(data: dict, layout_log2: int) -> list:
         controls += [aa(r[m]) for r in rows for m in ("kernel_us", "call_us") if m in r]
     rows = data.get("layouts")
     if isinstance(rows, list):
-        ratios = [
-            (r["us"][(op, "Triton")] / r["us"][(op, "C++")], op, r) for r in rows for op in OPS
-        ]
-        _, op, r = min(ratios, key=lambda x: x[0])
-        lines.append(
-            f"- every layout at 2^{layout_log2} elements: {_span(x[0] for x in ratios)}, "
-            f"lowest {op} on {r['layout']} ({r['dtype']})"
-        )
+        for n_log2 in sorted({r["log2"] for r in rows}):
+            at = [r for r in rows if r["log2"] == n_log2]
+            ratios = [
+                (r["us"][(op, "Triton")] / r["us"][(op, "C++")], op, r) for r in at for op in OPS
+            ]
+            # The faster of Triton and eager over C++.
+            best = [
+                (min(r["us"][(op, "Triton")], r["us"][(op, "eager")]) / r["us"][(op, "C++")], op, r)
+                for r in at
+                for op in OPS
+            ]
+            low, low_best = min(ratios, key=lambda x: x[0]), min(best, key=lambda x: x[0])
+            lines.append(
+                f"- every layout at 2^{n_log2} elements: {_span(x[0] for x in ratios)}, "
+                f"lowest {low[1]} on {low[2]['layout']} ({low[2]['dtype']}); the faster of "
+                f"Triton and eager over C++: {_span(x[0] for x in best)}, lowest {low_best[1]} "
+                f"on {low_best[2]['layout']} ({low_best[2]['dtype']})"
+            )
         controls += [aa(r["us"]) for r in rows]
     calls = data.get("per-call")
     if isinstance(calls, dict) and "no grad" in calls:
@@ -513,7 +543,9 @@ def main() -> None:
     parser.add_argument(
         "--log2", default="16,18,20,22,24,26,28", help="contiguous sizes, as exponents of 2"
     )
-    parser.add_argument("--layout-log2", type=int, default=LAYOUT_LOG2)
+    parser.add_argument(
+        "--layout-log2", default=LAYOUT_SIZES, help="layout sweep sizes, as exponents of 2"
+    )
     args = parser.parse_args()
     sections = args.sections.split(",")
     unknown = sorted(set(sections) - set(SECTIONS))
@@ -541,7 +573,9 @@ def main() -> None:
     data = {"device": where, "torch": torch.__version__, "triton": triton.__version__, **record}
     steps = {
         "contiguous": lambda: contiguous(args.device, sync, [int(e) for e in args.log2.split(",")]),
-        "layouts": lambda: layout_sweep(args.device, sync, args.layout_log2),
+        "layouts": lambda: layout_sweep(
+            args.device, sync, [int(e) for e in args.layout_log2.split(",")]
+        ),
         "per-call": lambda: per_call(args.device, sync),
         "first-call": lambda: first_call(args.cpp_build_seconds),
         "fusion": lambda: fusion(args.device, sync),
@@ -562,7 +596,7 @@ def main() -> None:
         lines += section
         # What is done so far, should a later section fail or run out of time.
         with open(args.out, "w") as f:
-            f.write("\n".join(head + summary_lines(data, args.layout_log2) + lines))
+            f.write("\n".join(head + summary_lines(data) + lines))
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(_jsonable(data), f, indent=1)
