@@ -269,6 +269,28 @@ def test_perf_parts_are_judged_alone_and_on_one_machine(history) -> None:
     assert ratios.lstrip().startswith(":::{warning}")
 
 
+def test_a_cuda_kernel_change_leaves_the_cpu_perf_pages_current(history) -> None:
+    """A CPU machine's perf page runs no CUDA code: a change to a CUDA kernel
+    makes perf/cuda.md stale, not perf/cpu-2cores.md."""
+    repo, _, code = history
+    _write(repo / "csrc" / "fast" / "cuda" / "rows.cuh", "// v2\n")
+    _write(repo / "csrc" / "runtime.cuh", "// v2\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "CUDA only")
+    stamp = "`python -m benchmarks.layouts` at commit `{}`, 2026-01-03; {}, torch 2.14.1."
+    page = "\n".join(["# Results", "", "## Every layout", "", stamp.format(code, "CPU A, 2 cores")])
+    assert generate.mark_stale("perf/cpu-2cores.md", page, str(repo))[1] == []
+    cuda_page = page.replace("CPU A, 2 cores", "NVIDIA H200")
+    assert [f[0] for f in generate.mark_stale("perf/cuda.md", cuda_page, str(repo))[1]] == [
+        "perf/cuda.md, Every layout"
+    ]
+    # A change the CPU runs still makes the CPU page stale.
+    _write(repo / "csrc" / "fast" / "cpu" / "tiles.h", "// v2\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "CPU")
+    assert generate.mark_stale("perf/cpu-2cores.md", page, str(repo))[1] != []
+
+
 def test_second_matrix_shares_the_first_ones_footnotes(tmp_path) -> None:
     first, second = tmp_path / "a.md", tmp_path / "b.md"
     first.write_text("| 01 | ✗[^no-cpu] |\n\n[^no-cpu]: **no CPU kernel**: `E`\n")

@@ -284,6 +284,13 @@ KERNELS = (
     "setup.py",
     "build_options.py",
 )
+# Sources only a GPU runs: a CPU machine's perf page leaves them out.
+CUDA_ONLY = (
+    ":(exclude)csrc/*.cuh",
+    ":(exclude)csrc/cuda",
+    ":(exclude)csrc/fast/cuda",
+    ":(exclude)stable/csrc/*.cu",
+)
 TRITON = "tutorial/appendix/triton"
 MEASURES = {
     "tutorial_matrix.md": (("tutorial", *CODE), "make tutorial"),
@@ -379,6 +386,7 @@ def mark_stale(name: str, text: str, repo: str = REPO) -> tuple[str, list[tuple[
     for i, heading, commit, _, machine in stamps:
         if perf:
             part, paths = PERF_PARTS.get(heading, (None, KERNELS))
+            paths = paths if cuda else (*paths, *CUDA_ONLY)
             command = "make bench BENCH_OUT=docs/results/perf"
             command += " BENCH_DEVICE=cuda" if cuda else ""
             command += f" BENCH_PARTS={part}" if part else ""
