@@ -468,16 +468,15 @@ def summary_lines(data: dict) -> list:
             ]
             # The faster of Triton and eager over C++.
             best = [
-                (min(r["us"][(op, "Triton")], r["us"][(op, "eager")]) / r["us"][(op, "C++")], op, r)
+                min(r["us"][(op, "Triton")], r["us"][(op, "eager")]) / r["us"][(op, "C++")]
                 for r in at
                 for op in OPS
             ]
-            low, low_best = min(ratios, key=lambda x: x[0]), min(best, key=lambda x: x[0])
+            low = min(ratios, key=lambda x: x[0])
             lines.append(
-                f"- every layout at 2^{n_log2} elements: {_span(x[0] for x in ratios)}, lowest "
-                f"{low[1]} on {low[2]['layout']} ({low[2]['dtype']}); the faster of Triton and "
-                f"eager: {_span(x[0] for x in best)}, lowest {low_best[1]} on "
-                f"{low_best[2]['layout']} ({low_best[2]['dtype']})"
+                f"- every layout at 2^{n_log2} elements: {_span(x[0] for x in ratios)} (lowest: "
+                f"{low[1]}, {low[2]['layout']}, {low[2]['dtype']}); the faster of Triton and "
+                f"eager: {_span(best)}"
             )
         controls += [aa(r["us"]) for r in rows]
     calls = data.get("per-call")
