@@ -209,7 +209,7 @@ def test_results_measured_before_a_code_change_are_marked(history) -> None:
     assert rerun == "make test"
     assert f"1 commit since `{first}`" in why
     assert f"the last `{code[:7]}" in why
-    assert text.startswith(f":::{{warning}}\n**Stale** since `{first}`. Rerun: `make test`."), text
+    assert text.startswith(f":::{{warning}}\n**Stale**: since `{first}`. Rerun: `make test`."), text
     # A change outside what the page measures (docs/) leaves it current.
     current = page.replace(first, code)
     assert generate.mark_stale("conformance.md", current, str(repo)) == (current, [])

@@ -232,7 +232,7 @@ def test_every_stale_results_part_is_marked(site: str) -> None:
     marks = 0
     for page in _pages():
         with open(page, encoding="utf-8") as f:
-            marks += f.read().count("<strong>Stale</strong> ")
+            marks += f.read().count("<strong>Stale</strong>:")
     assert marks == len(stale), f"{marks} marks on the pages for {len(stale)} stale parts"
 
 

@@ -348,7 +348,7 @@ def _mark(why: str, command: str) -> str:
     """A warning at the top of a stale part: why, and the command that reruns it."""
     # "1 commit since `abc` changed what it measures (the last ...)" -> "since `abc`"
     why = re.sub(r"\d+ commits? (since `[^`]+`) changed what it measures \(.*?\)", r"\1", why)
-    return f":::{{warning}}\n**Stale** {why}. Rerun: `{command}`.\n:::\n"
+    return f":::{{warning}}\n**Stale**: {why}. Rerun: `{command}`.\n:::\n"
 
 
 def _split_parts(text: str) -> list[list[str]]:
