@@ -264,6 +264,8 @@ def _schemas_fragment() -> str:
 
 # --------------------------------------------------------------------------
 # Stale results: a part measured before the last change to what it measures
+# (written here: Sphinx and the docs tools we use know nothing of git history
+# or of which sources a committed results page measured).
 
 
 def _gpu(steps: str) -> str:
