@@ -102,9 +102,9 @@ PATHS = {
         _randn(7, 997, 15, **kw)[:, :, 1:],
         _randn(7, 1, 14, **kw).expand(7, 997, 14),
     ),
-    # CPU run loop with a step of 2 (float32/float64; float16 and bfloat16
-    # gather instead): both inputs every other element (one 1-D run after the
-    # dimensions merge), one against a broadcast row or column (a batch of
+    # CPU run loop with a step of 2 (float16 and bfloat16 pack each block of
+    # every other element): both inputs every other element (one 1-D run
+    # after the dimensions merge), one against a broadcast row or column (a batch of
     # rows per call), and rows of 15 that do not merge (batches of short
     # rows, parallel chunks beginning mid-row).
     "steps-both-sliced": lambda **kw: (
@@ -122,6 +122,12 @@ PATHS = {
     "steps-short-rows-3d": lambda **kw: (
         _randn(5, 4001, 31, **kw)[:, :, 1::2],
         _randn(5, 4001, 15, **kw),
+    ),
+    # A step the run loop does not take (3): the CPU element loop; float16
+    # and bfloat16 gather blocks of it into dense buffers.
+    "steps-of-three": lambda **kw: (
+        _randn(97, 3003, **kw)[:, ::3],
+        _randn(97, 1001, **kw),
     ),
     # An input that overlaps itself (a sliding window: strides 1 and 1) is
     # dense along the output's rows but not transposed: no tiles.

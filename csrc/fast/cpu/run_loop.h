@@ -3,7 +3,7 @@
 // Every fast CPU path ends here: a contiguous tensor is one long row, a
 // tile of the tiled loop or a batch of short rows is a Rows block. Each input
 // steps along the row by 1 (dense), 0 (one value repeated: an expanded input)
-// or 2 (every other element of a float32/float64 tensor). The loop body is
+// or 2 (every other element: a [..., ::2] slice). The loop body is
 // compiled once per instruction set (isa.h) from one template, and pick_run
 // returns the best one for the CPU and dtype. float16 and bfloat16 go a
 // block at a time through float buffers (half.h).
@@ -22,23 +22,27 @@ namespace extension_cpp::fast::cpu {
 // of this size stay in L1 (Note [Half conversions]).
 constexpr int64_t kBlock = 64;
 
-// Whether the run loop takes an input with this step, for this dtype. Steps of
-// 2 are compiled for the types computed as they are stored: float16 and
-// bfloat16 gather strided elements into a block instead (strided_loop).
-template <typename scalar_t>
-constexpr bool run_step_ok(int64_t step) {
-  return step == 0 || step == 1 || (step == 2 && std::is_same_v<opmath_t<scalar_t>, scalar_t>);
-}
+// Whether the run loop takes an input with this step.
+constexpr bool run_step_ok(int64_t step) { return step == 0 || step == 1 || step == 2; }
 
-// m <= kBlock float16/bfloat16 elements of x (dense, or x[0] repeated) into
-// float.
-template <Isa isa, bool kDense, typename scalar_t>
+// m <= kBlock float16/bfloat16 elements of src into float: src[k * kStep]
+// for a step of 1 or 2, src[0] repeated for a step of 0.
+template <Isa isa, int64_t kStep, typename scalar_t>
 C10_ALWAYS_INLINE void load_block(const scalar_t* src, float* dst, int64_t m) {
-  if constexpr (!kDense) {
+  if constexpr (kStep == 0) {
     const float v = static_cast<float>(src[0]);
     for (int64_t k = 0; k < m; ++k) {
       dst[k] = v;
     }
+  } else if constexpr (kStep == 2) {
+    // Every other element, packed into a dense block of raw bits first: with
+    // the step a constant, the compiler loads two vectors and keeps the even
+    // lanes (Note [Step-2 pattern]). Then widened as a dense block.
+    scalar_t packed[kBlock];
+    for (int64_t k = 0; k < m; ++k) {
+      packed[k].x = src[2 * k].x;
+    }
+    load_block<isa, 1>(packed, dst, m);
   } else {
 #if EXTENSION_CPP_X86_DISPATCH
     if constexpr (std::is_same_v<scalar_t, c10::Half> && isa == Isa::kAvx2) {
@@ -54,9 +58,8 @@ template <Isa isa, typename P, typename scalar_t, typename Op>
 C10_ALWAYS_INLINE void reduced_block(scalar_t* out, const scalar_t* a, const scalar_t* b, int64_t m,
                                      Op op) {
   float x[kBlock], y[kBlock];
-  static_assert(P::a <= 1 && P::b <= 1, "float16/bfloat16 runs are dense or repeated");
-  load_block<isa, P::a == 1>(a, x, m);
-  load_block<isa, P::b == 1>(b, y, m);
+  load_block<isa, P::a>(a, x, m);
+  load_block<isa, P::b>(b, y, m);
   for (int64_t k = 0; k < m; ++k) {
     x[k] = op(x[k], y[k]);
   }
@@ -136,7 +139,7 @@ C10_ALWAYS_INLINE void run_step_b(scalar_t* out, const scalar_t* a, const scalar
     rows_body<isa, Pattern<kStepA, 1>>(out, a, b, n, rows, op);
   } else if (sb == 0) {
     rows_body<isa, Pattern<kStepA, 0>>(out, a, b, n, rows, op);
-  } else if constexpr (run_step_ok<scalar_t>(2)) {
+  } else {
     rows_body<isa, Pattern<kStepA, 2>>(out, a, b, n, rows, op);
   }
 }
@@ -148,7 +151,7 @@ C10_ALWAYS_INLINE void run_dispatch(scalar_t* out, const scalar_t* a, const scal
     run_step_b<isa, 1>(out, a, b, n, sb, rows, op);
   } else if (sa == 0) {
     run_step_b<isa, 0>(out, a, b, n, sb, rows, op);
-  } else if constexpr (run_step_ok<scalar_t>(2)) {
+  } else {
     run_step_b<isa, 2>(out, a, b, n, sb, rows, op);
   }
 }

@@ -35,9 +35,9 @@ inline void advance(const BinaryLayout& l, int64_t* index, Offsets& o, int d, in
 // Elements [begin, end) in linear order of the layout (innermost dimension
 // fastest), one inner run at a time. A run whose output is dense and whose
 // inputs have steps the run loop takes (run_step_ok: a row-sliced tensor, a
-// broadcast row or column, a [..., ::2] slice of float32) goes to the
-// vectorised run loop; any other run (other steps, a transposed input the
-// tiled loop below does not take) is read element by element.
+// broadcast row or column, a [..., ::2] slice) goes to the vectorised run
+// loop; any other run (other steps, a transposed input the tiled loop does
+// not take) is read element by element.
 template <typename scalar_t, typename Op>
 void strided_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout& l,
                   int64_t begin, int64_t end, RunFn<scalar_t, Op> run_fn, Op op) {
@@ -53,7 +53,7 @@ void strided_loop(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bin
     o.b += index[d] * l.strides[2][d];
   }
   const int64_t so = l.strides[0][0], sa = l.strides[1][0], sb = l.strides[2][0];
-  const bool vector_run = so == 1 && run_step_ok<scalar_t>(sa) && run_step_ok<scalar_t>(sb);
+  const bool vector_run = so == 1 && run_step_ok(sa) && run_step_ok(sb);
   for (int64_t i = begin; i < end;) {
     if (vector_run && index[0] == 0 && l.ndim >= 2 && end - i >= 2 * l.sizes[0]) {
       // Whole rows along dimension 1 in one call of the run loop (see Rows).

@@ -15,11 +15,10 @@
 namespace extension_cpp::fast::cpu {
 
 // A run's inputs, by their step along it: dense (1), one value repeated
-// (0, an expanded input) or, for float32 and float64, every other element
-// (2, a [..., ::2] slice). The loops below are compiled once per pattern, so
-// each is a plain loop the compiler vectorises; with a constant step of 2 it
-// loads two vectors and keeps the even lanes, where a step known only at run
-// time leaves one scalar load per element.
+// (0, an expanded input) or every other element (2, a [..., ::2] slice). The loops below are
+// compiled once per pattern, so each is a plain loop the compiler vectorises; with a constant step
+// of 2 it loads two vectors and keeps the even lanes, where a step known only at run time leaves
+// one scalar load per element.
 template <int64_t kStepA, int64_t kStepB>
 struct Pattern {
   static constexpr int64_t a = kStepA, b = kStepB;
