@@ -172,10 +172,10 @@ PATHS = {
         _randn(66, 1000, **kw),
         _randn(1000 * 66 + 1, **kw)[1:].view(1000, 66).t(),
     ),
-    # Four elements per access for 2-byte dtypes (sizes and strides divisible
-    # by 4; 32 x 64 tiles), partial tiles on both edges, a narrow tile, and an
-    # input two elements off alignment that falls back to pairs. float32 runs
-    # these in pairs.
+    # Four elements per access (sizes and strides divisible by 4): 2-byte
+    # dtypes in 32 x 64 tiles, float32 16 bytes at a time in 64 x 32 tiles;
+    # partial tiles on both edges, a narrow tile, and an input two elements
+    # off alignment that falls back to pairs.
     "tiled-quads-one-transposed": lambda **kw: (
         _randn(68, 1004, **kw),
         _randn(1004, 68, **kw).t(),
@@ -188,6 +188,21 @@ PATHS = {
         _randn(68, 1004, **kw),
         _randn(1004 * 68 + 2, **kw)[2:].view(1004, 68).t(),
     ),
+    # Eight elements per access for 2-byte dtypes (sizes and strides divisible
+    # by 8: 16 bytes), partial tiles on both edges, a narrow tile, and an
+    # input four elements off alignment that falls back to four.
+    "tiled-eights-one-transposed": lambda **kw: (
+        _randn(72, 1000, **kw),
+        _randn(1000, 72, **kw).t(),
+    ),
+    "tiled-eights-narrow": lambda **kw: (
+        _randn(1000, 248, 8, **kw).permute(2, 0, 1),
+        _randn(8, 1000, 248, **kw),
+    ),
+    "tiled-eights-misaligned-to-fours": lambda **kw: (
+        _randn(72, 1000, **kw),
+        _randn(1000 * 72 + 4, **kw)[4:].view(1000, 72).t(),
+    ),
 }
 
 # myadd_out writes into a contiguous output whatever the inputs: with both
@@ -197,6 +212,10 @@ OUT_PATHS = {
     "tiled-pairs-both-staged": lambda **kw: (
         _randn(1000, 66, **kw).t(),
         _randn(1000, 66, **kw).t(),
+    ),
+    "tiled-eights-both-staged": lambda **kw: (
+        _randn(1000, 72, **kw).t(),
+        _randn(1000, 72, **kw).t(),
     ),
     "tiled-quads-both-staged": lambda **kw: (
         _randn(1004, 68, **kw).t(),

@@ -3,7 +3,7 @@
 // An input transposed against the output is read a tile at a time along its
 // own rows into shared memory, and the output is written along its rows, so
 // both sides are coalesced; the classic tiled transpose, with a pad word per
-// 32 against bank conflicts. Two or four elements per access where sizes and
+// 32 against bank conflicts. Up to 16 bytes per access where sizes and
 // alignment allow (Note [CUDA tiles]). PyTorch's own kernels read such an
 // input element by element.
 #pragma once
@@ -24,8 +24,9 @@
 namespace extension_cpp::fast::cuda {
 
 // A tile is t0 x t1 elements of dimensions 0 and 1, both powers of two, t0 <=
-// 32, t0 * t1 <= kCells (kTileCells, or twice that for four elements per
-// access), kCells / kThreads elements per thread.
+// 32 (64 for 4-byte types at 16 bytes per access), t0 * t1 <= kCells
+// (kTileCells, or twice that for 16-byte accesses and for 2-byte types' four
+// elements), kCells / kThreads elements per thread.
 // A transposed input is read along its own rows (dimension 1) into shared
 // memory, and the output written along its rows (dimension 0); an input dense
 // along dimension 0 is read directly. Every global load of a tile is issued
@@ -43,8 +44,8 @@ struct TileShape {
 // per 32nd of the tile. A warp reading a column of the staged tile (writing
 // order: consecutive threads along dimension 0, t0 * t1 = kCells) then touches
 // each bank once, and a warp writing rows of it (staging order) does too,
-// except with four elements per access in 2048-element tiles, where it
-// touches each of half the banks twice.
+// except with four or more elements per access in 2048-element tiles, where
+// it touches some banks twice.
 template <int kCells>
 __device__ __forceinline__ uint32_t padded(uint32_t idx) {
   constexpr int kShift = kCells == 1024 ? 5 : 6;
@@ -69,7 +70,7 @@ __global__ void __launch_bounds__(kThreads, 8)
                  const TileShape shape, Op op) {
   using T = opmath_t<scalar_t>;
   using V = Vec<scalar_t, kVec>;
-  constexpr int kLog2Vec = kVec == 1 ? 0 : (kVec == 2 ? 1 : 2);
+  constexpr int kLog2Vec = kVec == 1 ? 0 : (kVec == 2 ? 1 : (kVec == 4 ? 2 : 3));
   constexpr int kPerThread = kCells / kThreads / kVec;
   constexpr int kStaged = (kStageA ? 1 : 0) + (kStageB ? 1 : 0);
   __shared__ T stage[kStaged][kCells + 32];
@@ -223,13 +224,14 @@ bool vector_tiles_ok(const scalar_t* out, const scalar_t* a, const scalar_t* b,
   return true;
 }
 
-template <typename scalar_t, typename Op, int kCells, int kVec>
+// t0 is at most 2^kLog2MaxT0 (and at most 32 where kCells is 1024).
+template <typename scalar_t, typename Op, int kCells, int kVec, int kLog2MaxT0 = 5>
 void launch_tiled(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout& l, Op op,
                   cudaStream_t stream) {
   TileShape shape;
   shape.n0 = l.sizes[0];
   shape.n1 = l.sizes[1];
-  shape.log2_t0 = std::max(std::min(log2_ceil(shape.n0), 5), log2_ceil(kVec));
+  shape.log2_t0 = std::max(std::min(log2_ceil(shape.n0), kLog2MaxT0), log2_ceil(kVec));
   shape.log2_t1 =
       std::max(std::min(log2_ceil(shape.n1), log2_ceil(kCells) - shape.log2_t0), log2_ceil(kVec));
   const int64_t t0 = int64_t{1} << shape.log2_t0, t1 = int64_t{1} << shape.log2_t1;
@@ -259,14 +261,24 @@ void launch_tiled(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bin
   }
 }
 
-// As many elements per access as vector_tiles_ok allows: four for 2-byte
-// types (in 2048-element tiles of 32 x 64, whose staged rows are 128 bytes),
-// two otherwise, else one. The kernel is bound by its load and store
-// instructions, not by bytes in flight, so wider accesses are what raise it
-// to a copy's bandwidth (Note [CUDA tiles]).
+// As many elements per access as vector_tiles_ok allows. 2- and 4-byte
+// types: 16 bytes, in 2048-element tiles whose staged rows are 128 bytes (32
+// x 64 elements for 2-byte types, 64 x 32 for 4-byte ones); then, for 2-byte
+// types, four elements. Otherwise two elements, else one. The kernel is
+// bound by its load and store instructions, not by bytes in flight, so wider
+// accesses are what raise it to a copy's bandwidth (Note [CUDA tiles]).
 template <typename scalar_t, typename Op>
 void launch_tiled(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout& l, Op op,
                   cudaStream_t stream) {
+  if constexpr (sizeof(scalar_t) <= 4) {
+    constexpr int kWide = 16 / sizeof(scalar_t);
+    // t1 = 128 bytes of elements, t0 = the rest of the tile's 2^11.
+    constexpr int kLog2MaxT0 = sizeof(scalar_t) == 2 ? 5 : 6;
+    if (vector_tiles_ok(out, a, b, l, kWide)) {
+      launch_tiled<scalar_t, Op, 2 * kTileCells, kWide, kLog2MaxT0>(out, a, b, l, op, stream);
+      return;
+    }
+  }
   if constexpr (sizeof(scalar_t) == 2) {
     if (vector_tiles_ok(out, a, b, l, 4)) {
       launch_tiled<scalar_t, Op, 2 * kTileCells, 4>(out, a, b, l, op, stream);
