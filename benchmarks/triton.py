@@ -179,6 +179,14 @@ def contiguous_lines(rows: list) -> list:
 
 
 def layout_sweep(device: str, sync, exponents) -> tuple:
+    # torch.compile, dynamic in N, recompiles for each new arrangement of
+    # strides: about 80 graphs over the sweep. Past Dynamo's limit it would
+    # fall back to eager unannounced; here it raises instead.
+    with torch._dynamo.config.patch(recompile_limit=256, fail_on_recompile_limit_hit=True):
+        return _layout_sweep(device, sync, exponents)
+
+
+def _layout_sweep(device: str, sync, exponents) -> tuple:
     rows = []
     for n_log2 in exponents:
         for dtype_name in DTYPES:
@@ -186,7 +194,7 @@ def layout_sweep(device: str, sync, exponents) -> tuple:
             dense = torch.randn(2**n_log2, device=device).to(dtype)
             for name, make in layouts(n_log2).items():
                 a, b = make(dtype=dtype, device=device)
-                fns = candidates(a, b, compiled=False, copy_of=dense)
+                fns = candidates(a, b, compiled=True, copy_of=dense)
                 # The bytes this layout moves over a copy's (benchmarks/layouts.py).
                 traffic = (a.numel() + stored_elements(a) + stored_elements(b)) / (2 * a.numel())
                 t = timed(graphed(fns), sync, GRAPH_CALLS) if device == "cuda" else timed(fns, sync)
@@ -211,31 +219,35 @@ def layout_sweep(device: str, sync, exponents) -> tuple:
     return rows, lines
 
 
-IMPLEMENTATIONS = ("C++", "Triton", "eager")
+IMPLEMENTATIONS = ("C++", "Triton", "eager", "compile")
+
+
+def _columns() -> list:
+    """(op, implementation) of each column: myadd_out has no compiled form."""
+    return [
+        (op, impl)
+        for op in OPS
+        for impl in IMPLEMENTATIONS
+        if (op, impl) != ("myadd_out", "compile")
+    ]
 
 
 def layout_lines(rows: list, n_log2: int, device: str) -> list:
     how = "kernels alone (CUDA graph replays)" if device == "cuda" else "whole calls"
-    header = " | ".join(
-        f"{op}: {impl}" if impl == "C++" else impl for op in OPS for impl in IMPLEMENTATIONS
-    )
+    header = " | ".join(f"{op}: {impl}" if impl == "C++" else impl for op, impl in _columns())
     lines = [
         f"## Layouts: 2^{n_log2} elements, {how}",
         "",
-        "Each op's C++, Triton and eager bandwidth over a device copy's, counting the bytes "
-        "each layout must move (a broadcast input's stored elements once; myadd_out's eager: "
-        "`torch.add(out=)`). A/A: `torch.mul` over itself.",
+        "Each op's C++, Triton, eager and torch.compile bandwidth over a device copy's, counting "
+        "the bytes each layout must move (a broadcast input's stored elements once; myadd_out's "
+        "eager: `torch.add(out=)`, no compiled form). A/A: `torch.mul` over itself.",
         "",
         f"| dtype | layout | {header} | A/A |",
-        "|---|---|" + "---|" * (len(OPS) * len(IMPLEMENTATIONS) + 1),
+        "|---|---|" + "---|" * (len(_columns()) + 1),
     ]
     for row in rows:
         t, copy = row["us"], row["us"][("copy", "copy")]
-        shown = " | ".join(
-            f"{fraction(t, (op, impl), copy, row['traffic']):.2f}"
-            for op in OPS
-            for impl in IMPLEMENTATIONS
-        )
+        shown = " | ".join(f"{fraction(t, key, copy, row['traffic']):.2f}" for key in _columns())
         lines.append(f"| {row['dtype']} | {row['layout']} | {shown} | {aa(t):.2f} |")
     return lines + [""]
 
@@ -466,17 +478,18 @@ def summary_lines(data: dict) -> list:
             ratios = [
                 (r["us"][(op, "Triton")] / r["us"][(op, "C++")], op, r) for r in at for op in OPS
             ]
-            # The faster of Triton and eager over C++.
+            # The fastest of Triton, eager and compile over C++.
             best = [
-                min(r["us"][(op, "Triton")], r["us"][(op, "eager")]) / r["us"][(op, "C++")]
+                min(v for k, v in r["us"].items() if k[0] == op and k[1] != "C++")
+                / r["us"][(op, "C++")]
                 for r in at
                 for op in OPS
             ]
             low = min(ratios, key=lambda x: x[0])
             lines.append(
                 f"- every layout at 2^{n_log2} elements: {_span(x[0] for x in ratios)} (lowest: "
-                f"{low[1]}, {low[2]['layout']}, {low[2]['dtype']}); the faster of Triton and "
-                f"eager: {_span(best)}"
+                f"{low[1]}, {low[2]['layout']}, {low[2]['dtype']}); the fastest of Triton, "
+                f"eager and torch.compile: {_span(best)}"
             )
         controls += [aa(r["us"]) for r in rows]
     calls = data.get("per-call")

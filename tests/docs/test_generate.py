@@ -138,6 +138,32 @@ def test_performance_headline_links_each_machine_page(tmp_path, monkeypatch) -> 
     assert "| not | this |" not in text
 
 
+TRITON_LAYOUTS = """## Layouts: 2^20 elements, kernels alone (CUDA graph replays)
+
+Text.
+
+| dtype | layout | mymul: C++ | Triton | eager | compile | myadd_out: C++ | Triton | eager | A/A |
+|---|---|---|---|---|---|---|---|---|---|
+| float32 | contiguous | 1.00 | 0.99 | 1.00 | 0.90 | 1.01 | 1.00 | 0.98 | 1.00 |
+| bfloat16 | one transposed | 0.90 | 1.20 | 0.30 | 0.95 | 1.10 | 1.00 | 0.30 | 0.98 |
+
+## Layouts: 2^24 elements, kernels alone (CUDA graph replays)
+
+| dtype | layout | mymul: C++ | Triton | eager | compile | myadd_out: C++ | Triton | eager | A/A |
+|---|---|---|---|---|---|---|---|---|---|
+| float16 | broadcast row | 0.92 | 1.00 | 0.40 | 0.46 | 0.99 | 0.98 | 0.41 | 1.01 |
+"""
+
+
+def test_triton_headline_counts_cells_at_or_above_the_fastest_other() -> None:
+    """Each (op, dtype, layout) cell: C++ against the best of Triton, eager and
+    compile of the same op (bandwidths: higher is faster); a tie counts."""
+    assert generate.triton_headline(TRITON_LAYOUTS)[2:] == [
+        "| 2^20 | 3 of 4 | 0.75 (mymul, bfloat16, one transposed) | 0.98-1.00 |",
+        "| 2^24 | 1 of 2 | 0.92 (mymul, float16, broadcast row) | 1.01 |",
+    ]
+
+
 def _cell(folder, name: str, sha: str, failures: int = 0) -> None:
     cases = '<testcase classname="c" name="ok" time="1"/>' + (
         '<testcase classname="c" name="bad"><failure message="x"/></testcase>' * failures
@@ -289,6 +315,23 @@ def test_a_cuda_kernel_change_leaves_the_cpu_perf_pages_current(history) -> None
     _git(repo, "add", ".")
     _git(repo, "commit", "-qm", "CPU")
     assert generate.mark_stale("perf/cpu-2cores.md", page, str(repo))[1] != []
+
+
+def test_a_cpu_kernel_change_leaves_the_cuda_perf_page_current(history) -> None:
+    """A GPU machine's perf page times CUDA kernels only: a change to a CPU
+    kernel makes perf/cpu-2cores.md stale, not perf/cuda.md."""
+    repo, _, code = history
+    _write(repo / "csrc" / "fast" / "cpu" / "run_loop.h", "// v2\n")
+    _write(repo / "csrc" / "cpu" / "ops_cpu.cpp", "// v2\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "CPU only")
+    stamp = "`python -m benchmarks.layouts` at commit `{}`, 2026-01-03; {}, torch 2.14.1."
+    page = "\n".join(["# Results", "", "## Every layout", "", stamp.format(code, "NVIDIA H200")])
+    assert generate.mark_stale("perf/cuda.md", page, str(repo))[1] == []
+    cpu_page = page.replace("NVIDIA H200", "CPU A, 2 cores")
+    assert [f[0] for f in generate.mark_stale("perf/cpu-2cores.md", cpu_page, str(repo))[1]] == [
+        "perf/cpu-2cores.md, Every layout"
+    ]
 
 
 def test_second_matrix_shares_the_first_ones_footnotes(tmp_path) -> None:

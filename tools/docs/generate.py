@@ -293,6 +293,8 @@ CUDA_ONLY = (
     ":(exclude)csrc/fast/cuda",
     ":(exclude)stable/csrc/*.cu",
 )
+# Sources only a CPU runs: a GPU machine's perf page leaves them out.
+CPU_ONLY = (":(exclude)csrc/cpu", ":(exclude)csrc/fast/cpu")
 TRITON = "tutorial/appendix/triton"
 MEASURES = {
     "tutorial_matrix.md": (("tutorial", *CODE), "make tutorial"),
@@ -390,7 +392,7 @@ def mark_stale(name: str, text: str, repo: str = REPO) -> tuple[str, list[tuple[
     for i, heading, commit, _, machine in stamps:
         if perf:
             part, paths = PERF_PARTS.get(heading, (None, KERNELS))
-            paths = paths if cuda else (*paths, *CUDA_ONLY)
+            paths = (*paths, *(CPU_ONLY if cuda else CUDA_ONLY))
             command = "make bench BENCH_OUT=docs/results/perf"
             command += " BENCH_DEVICE=cuda" if cuda else ""
             command += f" BENCH_PARTS={part}" if part else ""
@@ -542,7 +544,72 @@ def _performance_headline() -> str:
             lines += [f"*Stale parts on that page: {parts}.*", ""]
         lines += rows or ["(no layout sweep on this page)"]
         lines.append("")
+    triton = os.path.join(RESULTS, "cpp_or_triton.md")
+    if os.path.exists(triton):
+        with open(triton, encoding="utf-8") as f:
+            text = f.read()
+        rows = triton_headline(text)
+        if rows:
+            lines += [
+                "**{doc}`C++/CUDA or Triton </cpp_or_triton>` (`make gpu`'s bench part):**",
+                "",
+            ]
+            if mark_stale("cpp_or_triton.md", text)[1]:
+                lines += ["*Stale: see that page.*", ""]
+            lines += [*rows, ""]
     return "\n".join(lines)
+
+
+def _range(values: list[float]) -> str:
+    low, high = f"{min(values):.2f}", f"{max(values):.2f}"
+    return low if low == high else f"{low}-{high}"
+
+
+def triton_headline(text: str) -> list[str]:
+    """cpp_or_triton.md's layout tables in one table: for each size, how many
+    (op, dtype, layout) cells have C++ at or above the fastest of Triton,
+    eager and torch.compile (bandwidth, higher is faster), the lowest
+    C++ / fastest ratio, and the A/A spread."""
+    lines = []
+    for size, body in re.findall(
+        r"^## Layouts: (2\^\d+) elements.*?\n(.*?)(?=^## |\Z)", text, re.M | re.S
+    ):
+        rows = [r for r in body.splitlines() if r.startswith("|") and not r.startswith("|---")]
+        if len(rows) < 2:
+            continue
+        header = [c.strip() for c in rows[0].strip("|").split("|")]
+        ops, op = [], None
+        for name in header[2:-1]:  # "mymul: C++", "Triton", ...; the last is A/A
+            if ":" in name:
+                op, name = (x.strip() for x in name.split(":"))
+            ops.append((op, name))
+        cells, controls = [], []
+        for row in rows[1:]:
+            values = [c.strip() for c in row.strip("|").split("|")]
+            dtype, layout, numbers = values[0], values[1], [float(v) for v in values[2:]]
+            controls.append(numbers[-1])
+            by_op: dict = {}
+            for (op, impl), v in zip(ops, numbers[:-1]):
+                by_op.setdefault(op, {})[impl] = v
+            for op, impls in by_op.items():
+                best = max(v for k, v in impls.items() if k != "C++")
+                cells.append((impls["C++"] / best, op, dtype, layout))
+        if not cells:
+            continue
+        low = min(cells)
+        at_least = sum(round(c[0], 2) >= 1.0 for c in cells)
+        lines.append(
+            f"| {size} | {at_least} of {len(cells)} | {low[0]:.2f} ({low[1]}, {low[2]}, {low[3]}) "
+            f"| {_range(controls)} |"
+        )
+    if not lines:
+        return []
+    return [
+        "| GPU, kernels alone | C++ at or above the fastest of Triton, eager and compile "
+        "| lowest | A/A |",
+        "| --- | --- | --- | --- |",
+        *lines,
+    ]
 
 
 def _cpp_or_triton_fragment() -> str:
