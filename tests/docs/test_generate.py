@@ -295,43 +295,37 @@ def test_perf_parts_are_judged_alone_and_on_one_machine(history) -> None:
     assert ratios.lstrip().startswith(":::{warning}")
 
 
-def test_a_cuda_kernel_change_leaves_the_cpu_perf_pages_current(history) -> None:
-    """A CPU machine's perf page runs no CUDA code: a change to a CUDA kernel
-    makes perf/cuda.md stale, not perf/cpu-2cores.md."""
-    repo, _, code = history
-    _write(repo / "csrc" / "fast" / "cuda" / "rows.cuh", "// v2\n")
-    _write(repo / "csrc" / "runtime.cuh", "// v2\n")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "CUDA only")
-    stamp = "`python -m benchmarks.layouts` at commit `{}`, 2026-01-03; {}, torch 2.14.1."
-    page = "\n".join(["# Results", "", "## Every layout", "", stamp.format(code, "CPU A, 2 cores")])
-    assert generate.mark_stale("perf/cpu-2cores.md", page, str(repo))[1] == []
-    cuda_page = page.replace("CPU A, 2 cores", "NVIDIA H200")
-    assert [f[0] for f in generate.mark_stale("perf/cuda.md", cuda_page, str(repo))[1]] == [
-        "perf/cuda.md, Every layout"
-    ]
-    # A change the CPU runs still makes the CPU page stale.
-    _write(repo / "csrc" / "fast" / "cpu" / "tiles.h", "// v2\n")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "CPU")
-    assert generate.mark_stale("perf/cpu-2cores.md", page, str(repo))[1] != []
+CPU_PAGE = ("perf/cpu-2cores.md", "CPU A, 2 cores")
+CUDA_PAGE = ("perf/cuda.md", "NVIDIA H200")
 
 
-def test_a_cpu_kernel_change_leaves_the_cuda_perf_page_current(history) -> None:
-    """A GPU machine's perf page times CUDA kernels only: a change to a CPU
-    kernel makes perf/cpu-2cores.md stale, not perf/cuda.md."""
+@pytest.mark.parametrize(
+    ("changed", "current", "stale"),
+    [
+        (("csrc/fast/cuda/rows.cuh", "csrc/runtime.cuh"), CPU_PAGE, CUDA_PAGE),
+        (("csrc/fast/cpu/run_loop.h", "csrc/cpu/ops_cpu.cpp"), CUDA_PAGE, CPU_PAGE),
+    ],
+    ids=["cuda-change", "cpu-change"],
+)
+def test_a_kernel_change_stales_only_the_perf_page_that_runs_it(
+    history, changed, current, stale
+) -> None:
+    """A CPU machine's perf page runs no CUDA code and a GPU machine's times
+    CUDA kernels only: a change to one kind's kernels makes that kind's page
+    stale, not the other's."""
     repo, _, code = history
-    _write(repo / "csrc" / "fast" / "cpu" / "run_loop.h", "// v2\n")
-    _write(repo / "csrc" / "cpu" / "ops_cpu.cpp", "// v2\n")
+    for path in changed:
+        _write(repo / path, "// v2\n")
     _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "CPU only")
+    _git(repo, "commit", "-qm", "one kind's kernels")
     stamp = "`python -m benchmarks.layouts` at commit `{}`, 2026-01-03; {}, torch 2.14.1."
-    page = "\n".join(["# Results", "", "## Every layout", "", stamp.format(code, "NVIDIA H200")])
-    assert generate.mark_stale("perf/cuda.md", page, str(repo))[1] == []
-    cpu_page = page.replace("NVIDIA H200", "CPU A, 2 cores")
-    assert [f[0] for f in generate.mark_stale("perf/cpu-2cores.md", cpu_page, str(repo))[1]] == [
-        "perf/cpu-2cores.md, Every layout"
-    ]
+
+    def page(machine: str) -> str:
+        return "\n".join(["# Results", "", "## Every layout", "", stamp.format(code, machine)])
+
+    assert generate.mark_stale(current[0], page(current[1]), str(repo))[1] == []
+    found = generate.mark_stale(stale[0], page(stale[1]), str(repo))[1]
+    assert [f[0] for f in found] == [f"{stale[0]}, Every layout"]
 
 
 def test_second_matrix_shares_the_first_ones_footnotes(tmp_path) -> None:
