@@ -11,7 +11,7 @@ import json
 import os
 import re
 
-from tools.docs.render_results import stamp_line
+from tools.docs.render_results import stamp_line, value_range
 
 from .ops import OPS
 
@@ -36,11 +36,6 @@ def kind_title(kind_name: str) -> str:
 _ROW = re.compile(r"^\| (\w+) \| ([^|]+?) \| [\d.]+ \| (.+) \| ([\d.]+) \|$")
 _CELL = re.compile(r"\*\*([\d.]+)\*\*(?: \(([^)]*)\))?")
 _SECTION = re.compile(r"^## Layouts: (.+)$")
-
-
-def _spread(values: list[float]) -> str:
-    low, high = f"{min(values):.2f}", f"{max(values):.2f}"
-    return low if low == high else f"{low}-{high}"
 
 
 def layout_cells(markdown: str) -> dict[str, list[tuple]]:
@@ -81,11 +76,11 @@ def headline(markdown: str) -> list[str]:
         row = (
             f"| {name} | {at_least} of {len(cells)} | {low[0]:.2f} ({low[1]}, {low[2]}, "
             f"{low[3]}) | {high[0]:.2f} ({high[1]}, {high[2]}, {high[3]}) | "
-            f"{_spread(aa)} |"
+            f"{value_range(aa)} |"
         )
         if any_copy:
             copies = [c[5] for c in cells if c[5] is not None]
-            row += f" {_spread(copies)} |" if copies else " |"
+            row += f" {value_range(copies)} |" if copies else " |"
         lines.append(row)
     return lines
 
@@ -115,7 +110,7 @@ def compact_layouts(markdown: str) -> list[str]:
                 for d in dtypes
             ]
             spread = [aa[(d, layout)] for d in dtypes if (d, layout) in aa]
-            lines.append(f"| {layout} | " + " | ".join(row) + f" | {_spread(spread)} |")
+            lines.append(f"| {layout} | " + " | ".join(row) + f" | {value_range(spread)} |")
         lines.append("")
         copies = {(c[2], c[3]): c[5] for c in cells if c[1] == "mymul" and c[5] is not None}
         if copies:
@@ -164,7 +159,7 @@ def compact_ratios(markdown: str) -> list[str]:
         for n in sizes:
             cells = [rows[(d, n)][0] if (d, n) in rows else "" for d in dtypes]
             spread = [rows[(d, n)][1] for d in dtypes if (d, n) in rows]
-            out.append(f"| 2^{n} | " + " | ".join(cells) + f" | {_spread(spread)} |")
+            out.append(f"| 2^{n} | " + " | ".join(cells) + f" | {value_range(spread)} |")
         out.append("")
         rows.clear()
 

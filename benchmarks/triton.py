@@ -50,7 +50,7 @@ import torch
 import triton
 
 import extension_cpp
-from tools.docs.render_results import stamp, stamp_line
+from tools.docs.render_results import stamp, stamp_line, value_range
 
 from . import ops as perf_cases
 from .layouts import layouts, stored_elements
@@ -448,11 +448,6 @@ def fusion_lines(r: dict) -> list:
 # -- summary ------------------------------------------------------------------
 
 
-def _span(values) -> str:
-    values = sorted(values)
-    return f"{values[0]:.2f}" if values[0] == values[-1] else f"{values[0]:.2f}-{values[-1]:.2f}"
-
-
 def summary_lines(data: dict) -> list:
     """A few lines read off the sections below (those that ran): Triton time
     over C++ time (> 1: C++ is faster) unless a line says otherwise,
@@ -465,11 +460,13 @@ def summary_lines(data: dict) -> list:
         big = [r[metric] for r in rows if r["log2"] >= LAYOUT_LOG2]
         ratios = [t[(op, "Triton")] / t[(op, "C++")] for t in big for op in OPS]
         if ratios:
-            lines.append(f"- contiguous, 2^{LAYOUT_LOG2} elements and more, {how}: {_span(ratios)}")
+            lines.append(
+                f"- contiguous, 2^{LAYOUT_LOG2} elements and more, {how}: {value_range(ratios)}"
+            )
         smallest = rows[0]["log2"]
         calls = [r["call_us"] for r in rows if r["log2"] == smallest]
         ratios = [t[(op, "Triton")] / t[(op, "C++")] for t in calls for op in OPS]
-        lines.append(f"- contiguous, 2^{smallest} elements, whole calls: {_span(ratios)}")
+        lines.append(f"- contiguous, 2^{smallest} elements, whole calls: {value_range(ratios)}")
         controls += [aa(r[m]) for r in rows for m in ("kernel_us", "call_us") if m in r]
     rows = data.get("layouts")
     if isinstance(rows, list):
@@ -487,9 +484,9 @@ def summary_lines(data: dict) -> list:
             ]
             low = min(ratios, key=lambda x: x[0])
             lines.append(
-                f"- every layout at 2^{n_log2} elements: {_span(x[0] for x in ratios)} (lowest: "
-                f"{low[1]}, {low[2]['layout']}, {low[2]['dtype']}); the fastest of Triton, "
-                f"eager and torch.compile: {_span(best)}"
+                f"- every layout at 2^{n_log2} elements: {value_range(x[0] for x in ratios)} "
+                f"(lowest: {low[1]}, {low[2]['layout']}, {low[2]['dtype']}); the fastest of "
+                f"Triton, eager and torch.compile: {value_range(best)}"
             )
         controls += [aa(r["us"]) for r in rows]
     calls = data.get("per-call")
@@ -523,7 +520,9 @@ def summary_lines(data: dict) -> list:
     if not lines:
         return []
     if controls:
-        lines.append(f"- A/A controls (`torch.mul` over itself), all sections: {_span(controls)}")
+        lines.append(
+            f"- A/A controls (`torch.mul` over itself), all sections: {value_range(controls)}"
+        )
     return [
         "## Summary",
         "",

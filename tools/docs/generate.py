@@ -32,6 +32,8 @@ from html.parser import HTMLParser
 
 from sphinx.application import Sphinx
 
+from tools.docs.render_results import value_range
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOCS = os.path.join(REPO, "docs")
 GENERATED = os.path.join(DOCS, "_generated")
@@ -560,11 +562,6 @@ def _performance_headline() -> str:
     return "\n".join(lines)
 
 
-def _range(values: list[float]) -> str:
-    low, high = f"{min(values):.2f}", f"{max(values):.2f}"
-    return low if low == high else f"{low}-{high}"
-
-
 def triton_headline(text: str) -> list[str]:
     """cpp_or_triton.md's layout tables in one table: for each size, how many
     (op, dtype, layout) cells have C++ at or above the fastest of Triton,
@@ -600,7 +597,7 @@ def triton_headline(text: str) -> list[str]:
         at_least = sum(round(c[0], 2) >= 1.0 for c in cells)
         lines.append(
             f"| {size} | {at_least} of {len(cells)} | {low[0]:.2f} ({low[1]}, {low[2]}, {low[3]}) "
-            f"| {_range(controls)} |"
+            f"| {value_range(controls)} |"
         )
     if not lines:
         return []

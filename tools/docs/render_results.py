@@ -82,6 +82,14 @@ def stamp_line(s: dict[str, str]) -> str:
     return f"`{s['command']}` at commit `{s['commit']}`{recorded}, {s['date']}"
 
 
+def value_range(values) -> str:
+    """Numbers as "low-high" to two decimals, or one number where both ends
+    round alike: the spread of a set of ratios or A/A controls."""
+    values = sorted(values)
+    low, high = f"{values[0]:.2f}", f"{values[-1]:.2f}"
+    return low if low == high else f"{low}-{high}"
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
