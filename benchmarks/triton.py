@@ -220,21 +220,16 @@ def _layout_sweep(device: str, sync, exponents) -> tuple:
 
 
 IMPLEMENTATIONS = ("C++", "Triton", "eager", "compile")
-
-
-def _columns() -> list:
-    """(op, implementation) of each column: myadd_out has no compiled form."""
-    return [
-        (op, impl)
-        for op in OPS
-        for impl in IMPLEMENTATIONS
-        if (op, impl) != ("myadd_out", "compile")
-    ]
+# (op, implementation) of each column of a layout table: myadd_out has no
+# compiled form.
+LAYOUT_COLUMNS = tuple(
+    (op, impl) for op in OPS for impl in IMPLEMENTATIONS if (op, impl) != ("myadd_out", "compile")
+)
 
 
 def layout_lines(rows: list, n_log2: int, device: str) -> list:
     how = "kernels alone (CUDA graph replays)" if device == "cuda" else "whole calls"
-    header = " | ".join(f"{op}: {impl}" if impl == "C++" else impl for op, impl in _columns())
+    header = " | ".join(f"{op}: {impl}" if impl == "C++" else impl for op, impl in LAYOUT_COLUMNS)
     lines = [
         f"## Layouts: 2^{n_log2} elements, {how}",
         "",
@@ -243,11 +238,13 @@ def layout_lines(rows: list, n_log2: int, device: str) -> list:
         "eager: `torch.add(out=)`, no compiled form). A/A: `torch.mul` over itself.",
         "",
         f"| dtype | layout | {header} | A/A |",
-        "|---|---|" + "---|" * (len(_columns()) + 1),
+        "|---|---|" + "---|" * (len(LAYOUT_COLUMNS) + 1),
     ]
     for row in rows:
         t, copy = row["us"], row["us"][("copy", "copy")]
-        shown = " | ".join(f"{fraction(t, key, copy, row['traffic']):.2f}" for key in _columns())
+        shown = " | ".join(
+            f"{fraction(t, key, copy, row['traffic']):.2f}" for key in LAYOUT_COLUMNS
+        )
         lines.append(f"| {row['dtype']} | {row['layout']} | {shown} | {aa(t):.2f} |")
     return lines + [""]
 

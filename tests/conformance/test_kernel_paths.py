@@ -104,9 +104,9 @@ PATHS = {
     ),
     # CPU run loop with a step of 2 (float16 and bfloat16 pack each block of
     # every other element): both inputs every other element (one 1-D run
-    # after the dimensions merge), one against a broadcast row or column (a batch of
-    # rows per call), and rows of 15 that do not merge (batches of short
-    # rows, parallel chunks beginning mid-row).
+    # after the dimensions merge), one against a broadcast row or column (a
+    # batch of rows per call), and rows of 15 that do not merge (batches of
+    # short rows, parallel chunks beginning mid-row).
     "steps-both-sliced": lambda **kw: (
         _randn(97, 2002, **kw)[:, ::2],
         _randn(97, 2002, **kw)[:, ::2],
