@@ -2,10 +2,11 @@
 
 The conformance layouts in cases.py are small. The fast kernels pick a loop
 by layout and size: on CUDA (csrc/fast/cuda/elementwise.cuh) the vectorised
-contiguous kernel, the row kernels (rows_kernel's vector and coalesced
-scalar branches; for 2-byte types dense_rows_kernel, a kernel per stride
-kind, one or two rows per block), the tiled kernel (one input staged or
-both), the 32-bit strided kernel and, past 2^31, the plain kernel; on the CPU
+contiguous kernel, the row kernels (dense_rows_kernel, a kernel per pair of
+row kinds and one that tells them apart at run time, one or two rows per
+block; rows_kernel's coalesced scalar loop), the tiled kernel (one input
+staged or both; 2-byte types in 32 x 64 tiles read back with ldmatrix),
+the 32-bit strided kernel and, past 2^31, the plain kernel; on the CPU
 (csrc/fast/cpu/elementwise.h) the dense run loop, the strided loop, the
 buffered tiles and the register transposes. The simple build runs the plain
 loops on every case.
@@ -48,8 +49,10 @@ def _randn(*shape, **kw):
 PATHS = {
     # CUDA contiguous kernel: 16-byte vectors plus a remainder.
     "contiguous-odd": lambda **kw: (_randn(70001, **kw), _randn(70001, **kw)),
-    # Row kernel, vector branch: dense rows, a stride-0 input, rows of 3001
-    # (3 chunks of 1024 float32 elements, the last partial; a row tail).
+    # Row kernel, the kinds told apart at run time: dense rows, a stride-0
+    # input, rows of 3001 (3 chunks of 1024 float32 elements, the last
+    # partial; a row tail), so most rows of b and of the output start off a
+    # 16-byte boundary.
     "rows-broadcast-row": lambda **kw: (
         _randn(1, 3001, **kw).expand(67, 3001),
         _randn(67, 3001, **kw),
@@ -58,18 +61,35 @@ PATHS = {
         _randn(67, 3000, **kw),
         _randn(67, 1, **kw).expand(67, 3000),
     ),
-    # Row kernel, both branches in one launch: rows of 3001 in a storage of
-    # 3002, so some rows start aligned and most do not.
+    # Row kernel, the kinds told apart at run time: rows of 3001 in a storage
+    # of 3002, so some rows start aligned and most do not.
     "rows-row-sliced": lambda **kw: (_randn(67, 3002, **kw)[:, 1:], _randn(67, 3002, **kw)[:, 1:]),
-    # Row kernel, scalar branch: inner stride 2, and a misaligned 1-D run.
+    # Row kernels with the kinds fixed at launch, every output row aligned:
+    # both inputs' rows aligned (a broadcast row); both misaligned (rows of
+    # 3008 in a storage of 3009: some rows start aligned, read as scalars
+    # too); and one of each, which the run-time kernel takes.
+    "rows-aligned-broadcast-row": lambda **kw: (
+        _randn(1, 3008, **kw).expand(67, 3008),
+        _randn(67, 3008, **kw),
+    ),
+    "rows-misaligned-rows-aligned-out": lambda **kw: (
+        _randn(67, 3009, **kw)[:, 1:],
+        _randn(67, 3009, **kw)[:, 1:],
+    ),
+    "rows-aligned-beside-misaligned": lambda **kw: (
+        _randn(67, 3008, **kw),
+        _randn(67, 3009, **kw)[:, 1:],
+    ),
+    # Row kernels: inner stride 2, rows off alignment (the scalar loop); and a
+    # misaligned 1-D run (one row, scalar loads, a tail of one).
     "rows-step-sliced": lambda **kw: (_randn(41, 6002, **kw)[:, ::2], _randn(41, 3001, **kw)),
     "rows-offset-1d": lambda **kw: (_randn(200002, **kw)[1:], _randn(200002, **kw)[1:]),
-    # 2-byte row kernel (dense_rows_kernel), one kernel per stride kind:
+    # 2-byte row kernel (dense_rows_kernel), a kernel per pair of row kinds:
     # stride-2 rows read as pairs of 16-byte vectors, a [::2] slice (starting
     # on a 16-byte boundary) beside a [1::2] one (one element past it), rows
     # of 3002 (a tail of 2); and a [1::2] slice beside a broadcast row, which
-    # the kernel reading strides at run time takes. float32 and float64 take
-    # rows_kernel's scalar loop.
+    # the kernel telling kinds apart at run time takes. float32 and float64
+    # take rows_kernel's scalar loop.
     "rows-step-pairs": lambda **kw: (
         _randn(41, 6016, **kw)[:, :6003:2],
         _randn(41, 6016, **kw)[:, 1:6004:2],

@@ -1,12 +1,11 @@
 // Rows on CUDA: slices, broadcasts, a misaligned start.
 //
 // When the output's rows (dimension 0 of the layout) are at least half a
-// block's chunk long, a block takes one chunk of a row (for 2-byte types,
-// two whole rows where a row is exactly half a chunk): the row's offsets are
-// computed once per thread, a broadcast input is read once per vector, and
-// each operand moves 16 bytes at a time wherever its row start allows.
-// 4- and 8-byte types take rows_kernel; 2-byte types, dense_rows_kernel,
-// where they fit it (Note [CUDA rows]).
+// block's chunk long, a block takes one chunk of a row (or two whole rows
+// where a row is half a chunk): the row's offsets are computed once per
+// thread, a broadcast input is read once per vector, and each operand moves
+// 16 bytes at a time wherever its row starts allow. Dense rows take
+// dense_rows_kernel, the rest rows_kernel (Note [CUDA rows]).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -33,81 +32,98 @@ struct Rows32 {
   Layout32 outer;      // dimensions 1.. of the layout: row index -> offsets
 };
 
-// A dense row's stride along the row, fixed at compile time where the launch
-// knows it, so that each kernel holds only its own loads; else read at run
-// time, from one of two sets.
-constexpr int kZeroOrOne = -1;  // 0 or 1
-constexpr int kAnyStride = -2;  // 0, 1 or 2
+// How a kernel reads one operand's row, fixed at compile time where the
+// launch knows it, so that each kernel holds only its own loads: a branch
+// taken per thread is compiled to both sides, predicated, and the SM issues
+// both. kAny tells the others apart at run time, per row and thread.
+enum class Run {
+  kRepeat,     // stride 0: one element repeated (a broadcast)
+  kAligned,    // stride 1, every row start on a 16-byte boundary
+  kUnaligned,  // stride 1, row starts off it
+  kStep2,      // stride 2, every row start on a 16-byte boundary or one element past it
+  kAny,        // any of those, and an output row start off the boundary
+};
+
+template <Run kA, Run kB>
+struct Kinds {
+  static constexpr Run a = kA, b = kB;
+};
 
 constexpr uint32_t kLog2Threads = 8;
 static_assert(kThreads == 1 << kLog2Threads, "the row kernel splits a block by shifts");
 
-// The kVec row elements p[s * i0 .. s * (i0 + kVec)) for the stride s = 0,
-// 1 or 2 (kStride, or `stride` where kStride is a set):
-//  * 0: kVec copies of p[0] (a broadcast);
-//  * 1: one 16-byte load where p + i0 is aligned to it, else kVec scalars;
-//  * 2: two 16-byte loads and every other element, from a run that starts on
-//    a 16-byte boundary or one element past it (a [::2] or a [1::2] slice of
-//    an aligned row: the launch checks every row). The two loads cover the
-//    run and one element beside it, in the same 16 bytes as an element of
-//    the run.
-template <typename scalar_t, int kVec, int kStride>
+// The kVec row elements p[s * i0 .. s * (i0 + kVec)) for the stride s of
+// kRun (`stride` where kRun is kAny), i0 a multiple of kVec:
+//  * kRepeat: kVec copies of p[0];
+//  * kAligned: one 16-byte load;
+//  * kUnaligned: kVec scalar loads;
+//  * kStep2: two 16-byte loads and every other element, from a run that
+//    starts on a 16-byte boundary or one element past it (a [::2] or a
+//    [1::2] slice of an aligned row: the launch checks every row). The two
+//    loads cover the run and one element beside it, in the same 16 bytes as
+//    an element of the run.
+template <typename scalar_t, int kVec, Run kRun>
 __device__ __forceinline__ Vec<scalar_t, kVec> load_run(const scalar_t* p, uint32_t i0,
                                                         uint32_t stride) {
   using V = Vec<scalar_t, kVec>;
-  if constexpr (kStride >= 0) {
-    stride = kStride;
-  }
-  V v;
-  if (stride == 0) {
-    const scalar_t x = p[0];
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) {
-      v.v[k] = x;
+  if constexpr (kRun == Run::kAny) {
+    if (stride == 0) {
+      return load_run<scalar_t, kVec, Run::kRepeat>(p, i0, 0);
     }
-  } else if (kStride == 2 || (kStride == kAnyStride && stride == 2)) {
-    // Two branches, each with constant register indices: an index computed
-    // at run time would put the pair in local memory.
-    const scalar_t* run = p + 2 * i0;
-    if (aligned_to(run, sizeof(V))) {
-      const V* pair = reinterpret_cast<const V*>(run);
-      const V lo = pair[0], hi = pair[1];
+    if (stride == 2) {
+      return load_run<scalar_t, kVec, Run::kStep2>(p, i0, 2);
+    }
+    if (aligned_to(p + i0, sizeof(V))) {
+      return load_run<scalar_t, kVec, Run::kAligned>(p, i0, 1);
+    }
+    return load_run<scalar_t, kVec, Run::kUnaligned>(p, i0, 1);
+  } else if constexpr (kRun == Run::kAligned) {
+    return *reinterpret_cast<const V*>(p + i0);
+  } else {
+    V v;
+    if constexpr (kRun == Run::kRepeat) {
+      const scalar_t x = p[0];
 #pragma unroll
-      for (int k = 0; k < kVec / 2; ++k) {
-        v.v[k] = lo.v[2 * k];
-        v.v[k + kVec / 2] = hi.v[2 * k];
+      for (int k = 0; k < kVec; ++k) {
+        v.v[k] = x;
+      }
+    } else if constexpr (kRun == Run::kUnaligned) {
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        v.v[k] = p[i0 + k];
       }
     } else {
-      const V* pair = reinterpret_cast<const V*>(run - 1);
-      const V lo = pair[0], hi = pair[1];
+      // Two branches, each with constant register indices: an index computed
+      // at run time would put the pair in local memory.
+      const scalar_t* run = p + 2 * i0;
+      if (aligned_to(run, sizeof(V))) {
+        const V* pair = reinterpret_cast<const V*>(run);
+        const V lo = pair[0], hi = pair[1];
 #pragma unroll
-      for (int k = 0; k < kVec / 2; ++k) {
-        v.v[k] = lo.v[2 * k + 1];
-        v.v[k + kVec / 2] = hi.v[2 * k + 1];
+        for (int k = 0; k < kVec / 2; ++k) {
+          v.v[k] = lo.v[2 * k];
+          v.v[k + kVec / 2] = hi.v[2 * k];
+        }
+      } else {
+        const V* pair = reinterpret_cast<const V*>(run - 1);
+        const V lo = pair[0], hi = pair[1];
+#pragma unroll
+        for (int k = 0; k < kVec / 2; ++k) {
+          v.v[k] = lo.v[2 * k + 1];
+          v.v[k + kVec / 2] = hi.v[2 * k + 1];
+        }
       }
     }
-  } else if (aligned_to(p + i0, sizeof(V))) {
-    v = *reinterpret_cast<const V*>(p + i0);
-  } else {
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) {
-      v.v[k] = p[i0 + k];
-    }
+    return v;
   }
-  return v;
 }
 
-// Row kernel for 4- and 8-byte types. `dense_rows`: the output's rows are
-// dense and each input's dense or repeated (stride 0). Then each thread
-// takes kVec consecutive elements, and each operand moves them in one
-// 16-byte access where its row start allows (every row of a contiguous or
-// broadcast tensor; one row in kVec of a row-sliced one), in kVec scalar
-// accesses where not. Other rows (a stride-2 slice, say, and any row of a
-// 2-byte type that dense_rows_kernel does not take) take the coalesced
-// scalar loop: thread t of the block the elements t, t + kThreads, ...
+// Row kernel for rows that dense_rows_kernel does not take (a stride-2
+// slice of a 4- or 8-byte type, say): the coalesced scalar loop, thread t of
+// the block the elements t, t + kThreads, ... of one chunk of a row.
 template <typename scalar_t, int kVec, typename Op>
 __global__ void rows_kernel(scalar_t* out, const scalar_t* a, const scalar_t* b, const Rows32 rows,
-                            bool dense_rows, Op op) {
+                            Op op) {
   using T = opmath_t<scalar_t>;
   const uint32_t row = rows.chunks.div(blockIdx.x);
   const uint32_t start = (blockIdx.x - row * rows.chunks.divisor) * (kThreads * kVec);
@@ -116,28 +132,6 @@ __global__ void rows_kernel(scalar_t* out, const scalar_t* a, const scalar_t* b,
   const scalar_t* pa = a + base[1];
   const scalar_t* pb = b + base[2];
   scalar_t* po = out + base[0];
-  if (dense_rows) {
-    const uint32_t i0 = start + threadIdx.x * kVec;
-    if (i0 + kVec <= rows.n0) {
-      const Vec<scalar_t, kVec> x = load_run<scalar_t, kVec, kZeroOrOne>(pa, i0, rows.inner[1]);
-      const Vec<scalar_t, kVec> y = load_run<scalar_t, kVec, kZeroOrOne>(pb, i0, rows.inner[2]);
-      const Vec<scalar_t, kVec> r = apply<scalar_t, kVec>(x, y, op);
-      if (aligned_to(po + i0, sizeof(r))) {
-        *reinterpret_cast<Vec<scalar_t, kVec>*>(po + i0) = r;
-      } else {
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) {
-          po[i0 + k] = r.v[k];
-        }
-      }
-    } else {
-      for (uint32_t i = i0; i < rows.n0; ++i) {
-        po[i] = static_cast<scalar_t>(
-            op(static_cast<T>(pa[i * rows.inner[1]]), static_cast<T>(pb[i * rows.inner[2]])));
-      }
-    }
-    return;
-  }
   T x[kVec], y[kVec];
 #pragma unroll
   for (int k = 0; k < kVec; ++k) {
@@ -156,14 +150,15 @@ __global__ void rows_kernel(scalar_t* out, const scalar_t* a, const scalar_t* b,
   }
 }
 
-// Row kernel for 2-byte types, where rows_kernel takes 42 registers for
-// eight elements per thread and an SM holds five of its blocks, not eight:
-// the output's rows are dense and each input's dense, repeated (stride 0) or
-// every other element of an aligned row. Each thread takes kVec consecutive
-// elements of one row. Capped at 32 registers (8 blocks of 256 threads per
-// SM), as the bytes in flight per SM are what its speed follows; one kernel
-// per stride kind (launch_dense_rows) keeps it under the cap with no spills.
-template <typename scalar_t, int kVec, int kStrideA, int kStrideB, typename Op>
+// Row kernel for dense rows: the output's rows are dense and each input's
+// dense, repeated (stride 0) or, for 2-byte types, every other element of an
+// aligned row. Each thread takes kVec consecutive elements of one row, 16
+// bytes. Capped at 32 registers (8 blocks of 256 threads per SM), as the
+// bytes in flight per SM are what its speed follows; one kernel per pair of
+// row kinds (launch_dense_rows) keeps it under the cap with no spills, and
+// issues only its own loads. Where kA is not kAny, every output row starts
+// on a 16-byte boundary.
+template <typename scalar_t, int kVec, Run kA, Run kB, typename Op>
 __global__ void __launch_bounds__(kThreads, 8)
     dense_rows_kernel(scalar_t* out, const scalar_t* a, const scalar_t* b, const Rows32 rows,
                       Op op) {
@@ -185,10 +180,10 @@ __global__ void __launch_bounds__(kThreads, 8)
   const scalar_t* pb = b + base[2] + row_in_block * rows.outer.strides[2][0];
   scalar_t* po = out + base[0] + row_in_block * rows.outer.strides[0][0];
   if (i0 + kVec <= rows.n0) {
-    const V x = load_run<scalar_t, kVec, kStrideA>(pa, i0, rows.inner[1]);
-    const V y = load_run<scalar_t, kVec, kStrideB>(pb, i0, rows.inner[2]);
+    const V x = load_run<scalar_t, kVec, kA>(pa, i0, rows.inner[1]);
+    const V y = load_run<scalar_t, kVec, kB>(pb, i0, rows.inner[2]);
     const V r = apply<scalar_t, kVec>(x, y, op);
-    if (aligned_to(po + i0, sizeof(V))) {
+    if (kA != Run::kAny || aligned_to(po + i0, sizeof(V))) {
       *reinterpret_cast<V*>(po + i0) = r;
     } else {
 #pragma unroll
@@ -204,12 +199,12 @@ __global__ void __launch_bounds__(kThreads, 8)
   }
 }
 
-// True when every row of operand t starts on a 16-byte boundary or one
-// element past it: p and every stride but the row's own (dimension 0) a
-// multiple of 16 bytes.
+// True when every row of operand t starts on a 16-byte boundary (`past` = 0)
+// or one element past it (`past` = 1): p and every stride but the row's own
+// (dimension 0) a multiple of 16 bytes.
 template <typename scalar_t>
-bool rows_start_aligned(const scalar_t* p, const BinaryLayout& l, int t) {
-  if (!aligned_to(p, 16) && !aligned_to(p - 1, 16)) {
+bool rows_start_at(const scalar_t* p, const BinaryLayout& l, int t, int past) {
+  if (!aligned_to(p - past, 16)) {
     return false;
   }
   for (int d = 1; d < l.ndim; ++d) {
@@ -220,32 +215,55 @@ bool rows_start_aligned(const scalar_t* p, const BinaryLayout& l, int t) {
   return true;
 }
 
-// The stride kinds with a kernel of their own: a broadcast column of either
-// input, dense rows (a broadcast row, a row slice, a misaligned run) and two
-// stride-2 slices. The rest of the dense rows take the kernel that reads
-// each stride at run time.
+// How dense_rows_kernel reads operand t (out: 0): kAny where its stride is
+// not 0, 1 or 2, or is 2 from rows that do not start on or one past a
+// 16-byte boundary, which no kernel takes.
+template <typename scalar_t>
+Run run_of(const scalar_t* p, const BinaryLayout& l, int t) {
+  switch (l.strides[t][0]) {
+    case 0:
+      return Run::kRepeat;
+    case 1:
+      return rows_start_at(p, l, t, 0) ? Run::kAligned : Run::kUnaligned;
+    case 2:
+      return rows_start_at(p, l, t, 0) || rows_start_at(p, l, t, 1) ? Run::kStep2 : Run::kAny;
+    default:
+      return Run::kAny;
+  }
+}
+
+// The pairs of row kinds with a kernel of their own, for an output whose
+// rows all start on a 16-byte boundary: a broadcast row (aligned rows), a
+// broadcast column of either input, a row slice or misaligned run of both,
+// and two stride-2 slices. The rest take the kernel that tells the kinds
+// apart at run time.
 template <typename scalar_t, int kVec, typename Op>
-void launch_dense_rows(scalar_t* out, const scalar_t* a, const scalar_t* b, const Rows32& rows,
-                       int64_t blocks, Op op, cudaStream_t stream) {
-  auto launch = [&](auto stride_a, auto stride_b) {
-    dense_rows_kernel<scalar_t, kVec, decltype(stride_a)::value, decltype(stride_b)::value>
+void launch_dense_rows(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout& l,
+                       const Rows32& rows, int64_t blocks, Op op, cudaStream_t stream) {
+  auto launch = [&](auto kinds) {
+    dense_rows_kernel<scalar_t, kVec, decltype(kinds)::a, decltype(kinds)::b>
         <<<blocks, kThreads, 0, stream>>>(out, a, b, rows, op);
   };
-  using S0 = std::integral_constant<int, 0>;
-  using S1 = std::integral_constant<int, 1>;
-  using S2 = std::integral_constant<int, 2>;
-  using Any = std::integral_constant<int, kAnyStride>;
-  const uint32_t sa = rows.inner[1], sb = rows.inner[2];
-  if (sa == 1 && sb == 1) {
-    launch(S1{}, S1{});
-  } else if (sa == 1 && sb == 0) {
-    launch(S1{}, S0{});
-  } else if (sa == 0 && sb == 1) {
-    launch(S0{}, S1{});
-  } else if (sa == 2 && sb == 2) {
-    launch(S2{}, S2{});
+  using R = Run;
+  const Run ka = run_of(a, l, 1), kb = run_of(b, l, 2);
+  const bool out_aligned = run_of(out, l, 0) == Run::kAligned;
+  auto is = [&](Run x, Run y) { return out_aligned && ka == x && kb == y; };
+  if (is(R::kAligned, R::kAligned)) {
+    launch(Kinds<R::kAligned, R::kAligned>{});
+  } else if (is(R::kAligned, R::kRepeat)) {
+    launch(Kinds<R::kAligned, R::kRepeat>{});
+  } else if (is(R::kRepeat, R::kAligned)) {
+    launch(Kinds<R::kRepeat, R::kAligned>{});
+  } else if (is(R::kUnaligned, R::kUnaligned)) {
+    launch(Kinds<R::kUnaligned, R::kUnaligned>{});
+  } else if constexpr (sizeof(scalar_t) == 2) {
+    if (is(R::kStep2, R::kStep2)) {
+      launch(Kinds<R::kStep2, R::kStep2>{});
+    } else {
+      launch(Kinds<R::kAny, R::kAny>{});
+    }
   } else {
-    launch(Any{}, Any{});
+    launch(Kinds<R::kAny, R::kAny>{});
   }
 }
 
@@ -259,33 +277,32 @@ void launch_rows(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bina
   }
   rows.outer = to_32_bits(l, 1);
   rows.log2_rows = 0;
-  if constexpr (sizeof(scalar_t) == 2) {
-    auto dense_input = [&](int t, const scalar_t* p) {
-      const uint32_t s = rows.inner[t];
-      return s <= 1 || (s == 2 && rows_start_aligned(p, l, t));
-    };
-    if (rows.inner[0] == 1 && dense_input(1, a) && dense_input(2, b)) {
-      // Rows of half a chunk or less share a block, so that no thread
-      // idles, where the rows per block divide dimension 1.
-      while (l.ndim >= 2 && (kThreads >> (rows.log2_rows + 1)) >= 32 &&
-             rows.n0 <= static_cast<uint32_t>(kThreads * kVec) >> (rows.log2_rows + 1) &&
-             l.sizes[1] % (int64_t{2} << rows.log2_rows) == 0) {
-        ++rows.log2_rows;
-      }
-      const uint32_t chunk = (kThreads >> rows.log2_rows) * kVec;
-      const uint32_t chunks = (rows.n0 + chunk - 1) / chunk;
-      rows.chunks = FastDivisor(chunks);
-      const int64_t blocks = ((l.numel / rows.n0) >> rows.log2_rows) * chunks;
-      launch_dense_rows<scalar_t, kVec>(out, a, b, rows, blocks, op, stream);
-      return;
+  // Stride-2 rows as pairs of 16-byte vectors pay for 2-byte types only: 4-
+  // and 8-byte ones read them faster one element a thread (Note [CUDA rows]).
+  auto dense = [&](const scalar_t* p, int t) {
+    const Run run = run_of(p, l, t);
+    return run != Run::kAny && (run != Run::kStep2 || sizeof(scalar_t) == 2);
+  };
+  if (rows.inner[0] == 1 && dense(a, 1) && dense(b, 2)) {
+    // Rows of half a chunk or less share a block, so that no thread idles,
+    // where the rows per block divide dimension 1.
+    while (l.ndim >= 2 && (kThreads >> (rows.log2_rows + 1)) >= 32 &&
+           rows.n0 <= static_cast<uint32_t>(kThreads * kVec) >> (rows.log2_rows + 1) &&
+           l.sizes[1] % (int64_t{2} << rows.log2_rows) == 0) {
+      ++rows.log2_rows;
     }
+    const uint32_t chunk = (kThreads >> rows.log2_rows) * kVec;
+    const uint32_t chunks = (rows.n0 + chunk - 1) / chunk;
+    rows.chunks = FastDivisor(chunks);
+    const int64_t blocks = ((l.numel / rows.n0) >> rows.log2_rows) * chunks;
+    launch_dense_rows<scalar_t, kVec>(out, a, b, l, rows, blocks, op, stream);
+    return;
   }
   const uint32_t chunk = kThreads * kVec;
   const uint32_t chunks = (rows.n0 + chunk - 1) / chunk;
   rows.chunks = FastDivisor(chunks);
   const int64_t blocks = l.numel / rows.n0 * chunks;
-  const bool dense_rows = rows.inner[0] == 1 && rows.inner[1] <= 1 && rows.inner[2] <= 1;
-  rows_kernel<scalar_t, kVec><<<blocks, kThreads, 0, stream>>>(out, a, b, rows, dense_rows, op);
+  rows_kernel<scalar_t, kVec><<<blocks, kThreads, 0, stream>>>(out, a, b, rows, op);
 }
 
 }  // namespace extension_cpp::fast::cuda

@@ -12,8 +12,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "../../elementwise.h"
 #include "../../runtime.cuh"
@@ -24,7 +26,8 @@
 namespace extension_cpp::fast::cuda {
 
 // A tile is t0 x t1 elements of dimensions 0 and 1, both powers of two, t0 <=
-// 32 (64 for 4-byte types at 16 bytes per access), t0 * t1 <= kCells
+// 32 (64 for 4-byte types at 16 bytes per access) unless dimension 1 is
+// narrower than the rest of the tile, t0 * t1 <= kCells
 // (kTileCells, or twice that for 16-byte accesses and for 2-byte types' four
 // elements), kCells / kThreads elements per thread.
 // A transposed input is read along its own rows (dimension 1) into shared
@@ -53,6 +56,55 @@ __device__ __forceinline__ uint32_t padded(uint32_t idx) {
   return idx + (idx >> kShift);
 }
 
+// Where element (i0, i1) of a tile of 2-byte types at 16 bytes per access is
+// staged: row i0 of the tile holds 8-element chunks, and chunk j of it sits
+// at chunk j ^ s(i0), within the row. A warp stores whole rows, 16 bytes a
+// thread, each bank once per phase. It reads columns: in 32 x 64 tiles with
+// ldmatrix (staged_column), eight rows at once, rows whose s differ, so eight
+// banks' words; in narrower tiles element v of up to four groups of eight
+// rows (rows v, 8 + v, ...), s = the group, so other banks.
+__device__ __forceinline__ uint32_t swizzled(uint32_t i0, uint32_t i1, int log2_t0, int log2_t1) {
+  const uint32_t group = i0 >> 3;
+  const uint32_t s = log2_t0 == 5  ? (i0 & 1) | (group << 1)
+                     : log2_t0 < 5 ? group << (5 - log2_t0)
+                                   : group;
+  const uint32_t chunks = 1u << (log2_t1 - 3);
+  return (i0 << log2_t1) + ((((i1 >> 3) ^ (s & (chunks - 1))) << 3) | (i1 & 7));
+}
+
+// Elements (w0 .. w0 + 7, w1) of a staged tile of 2-byte types: the output's
+// run of eight that the thread writes. Called by every thread of the block,
+// in range or not. In a 32 x 64 tile, thread l of a warp writes rows 8 * (l %
+// 4) .. + 7 of column 8 * warp + l / 4: one ldmatrix with .trans hands it
+// exactly those, as four pairs, from four 8 x 8 matrices whose rows are
+// chosen so (matrix j: rows 2j, 2j + 1, 8 + 2j, 9 + 2j, ... of the tile).
+template <typename scalar_t>
+__device__ __forceinline__ Vec<scalar_t, 8> staged_column(const scalar_t* stage, uint32_t w0,
+                                                          uint32_t w1, int log2_t0, int log2_t1) {
+  Vec<scalar_t, 8> v;
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 750
+  if (log2_t0 == 5 && log2_t1 == 6) {
+    // Lane l gives the address of row l % 8 of matrix l / 8.
+    const uint32_t l = threadIdx.x & 31;
+    const uint32_t row = ((l & 7) >> 1) * 8 + (l >> 3) * 2 + (l & 1);
+    const uint32_t at = static_cast<uint32_t>(
+        __cvta_generic_to_shared(stage + swizzled(row, w1 & ~7u, log2_t0, log2_t1)));
+    uint32_t r[4];
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(at)
+                 : "memory");
+    memcpy(&v, r, sizeof(v));
+    return v;
+  }
+#endif
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    v.v[k] = stage[swizzled(w0 + k, w1, log2_t0, log2_t1)];
+  }
+  return v;
+}
+
 // One tile per block. The block's tile index is split into its position
 // with the 32-bit divisors: 64-bit divisions here, once per block, cost more
 // than the tile's loads and stores (Note [32-bit indexing]).
@@ -73,7 +125,11 @@ __global__ void __launch_bounds__(kThreads, 8)
   constexpr int kLog2Vec = kVec == 1 ? 0 : (kVec == 2 ? 1 : (kVec == 4 ? 2 : 3));
   constexpr int kPerThread = kCells / kThreads / kVec;
   constexpr int kStaged = (kStageA ? 1 : 0) + (kStageB ? 1 : 0);
-  __shared__ T stage[kStaged][kCells + 32];
+  // 2-byte types at 16 bytes per access stage in their own type, a vector
+  // per store, with the swizzle of swizzled(); the rest as T, padded.
+  constexpr bool kSwizzle = sizeof(scalar_t) == 2 && kVec == 8;
+  using S = std::conditional_t<kSwizzle, scalar_t, T>;
+  __shared__ alignas(16) S stage[kStaged][kSwizzle ? kCells : kCells + 32];
   const uint32_t t0 = 1u << shape.log2_t0, t1 = 1u << shape.log2_t1;
   const uint32_t vectors = (t0 * t1) >> kLog2Vec;
   const uint32_t q0 = shape.tiles0.div(blockIdx.x);
@@ -152,13 +208,23 @@ __global__ void __launch_bounds__(kThreads, 8)
     uint32_t r0, r1;
     staging(c, r0, r1);
     if (c < vectors && r0 < m0 && r1 < m1) {
-#pragma unroll
-      for (int v = 0; v < kVec; ++v) {
+      if constexpr (kSwizzle) {
+        const uint32_t at = swizzled(r0, r1, shape.log2_t0, shape.log2_t1);
         if (kStageA) {
-          stage[0][padded<kCells>(r0 * t1 + r1 + v)] = static_cast<T>(sa[k].v[v]);
+          *reinterpret_cast<V*>(&stage[0][at]) = sa[k];
         }
         if (kStageB) {
-          stage[kStaged - 1][padded<kCells>(r0 * t1 + r1 + v)] = static_cast<T>(sb[k].v[v]);
+          *reinterpret_cast<V*>(&stage[kStaged - 1][at]) = sb[k];
+        }
+      } else {
+#pragma unroll
+        for (int v = 0; v < kVec; ++v) {
+          if (kStageA) {
+            stage[0][padded<kCells>(r0 * t1 + r1 + v)] = static_cast<T>(sa[k].v[v]);
+          }
+          if (kStageB) {
+            stage[kStaged - 1][padded<kCells>(r0 * t1 + r1 + v)] = static_cast<T>(sb[k].v[v]);
+          }
         }
       }
     }
@@ -169,14 +235,23 @@ __global__ void __launch_bounds__(kThreads, 8)
     const uint32_t c = threadIdx.x + k * kThreads;
     uint32_t w0, w1;
     writing(c, w0, w1);
+    V r;
+    if constexpr (kSwizzle) {
+      static_assert(kPerThread == 1, "staged_column reads one run a thread");
+      const V x = kStageA ? staged_column(stage[0], w0, w1, shape.log2_t0, shape.log2_t1) : da[k];
+      const V y =
+          kStageB ? staged_column(stage[kStaged - 1], w0, w1, shape.log2_t0, shape.log2_t1) : db[k];
+      r = apply<scalar_t, kVec>(x, y, op);
+    }
     if (c < vectors && w0 < m0 && w1 < m1) {
-      V r;
+      if constexpr (!kSwizzle) {
 #pragma unroll
-      for (int v = 0; v < kVec; ++v) {
-        const uint32_t at = padded<kCells>((w0 + v) * t1 + w1);
-        const T x = kStageA ? stage[0][at] : static_cast<T>(da[k].v[v]);
-        const T y = kStageB ? stage[kStaged - 1][at] : static_cast<T>(db[k].v[v]);
-        r.v[v] = static_cast<scalar_t>(op(x, y));
+        for (int v = 0; v < kVec; ++v) {
+          const uint32_t at = padded<kCells>((w0 + v) * t1 + w1);
+          const T x = kStageA ? stage[0][at] : static_cast<T>(da[k].v[v]);
+          const T y = kStageB ? stage[kStaged - 1][at] : static_cast<T>(db[k].v[v]);
+          r.v[v] = static_cast<scalar_t>(op(x, y));
+        }
       }
       scalar_t* po = out + base[0] + w0 + w1 * l.strides[0][1];
       if constexpr (kVec == 1) {
@@ -234,6 +309,10 @@ void launch_tiled(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bin
   shape.log2_t0 = std::max(std::min(log2_ceil(shape.n0), kLog2MaxT0), log2_ceil(kVec));
   shape.log2_t1 =
       std::max(std::min(log2_ceil(shape.n1), log2_ceil(kCells) - shape.log2_t0), log2_ceil(kVec));
+  // A dimension 1 narrower than the tile leaves it room along dimension 0:
+  // filled, no thread of the block idles.
+  shape.log2_t0 =
+      std::max(shape.log2_t0, std::min(log2_ceil(shape.n0), log2_ceil(kCells) - shape.log2_t1));
   const int64_t t0 = int64_t{1} << shape.log2_t0, t1 = int64_t{1} << shape.log2_t1;
   const int64_t tiles0 = (shape.n0 + t0 - 1) / t0, tiles1 = (shape.n1 + t1 - 1) / t1;
   const int64_t count = tiles0 * tiles1 * (l.numel / (shape.n0 * shape.n1));
