@@ -9,7 +9,7 @@
 #
 # The parts run in three phases: the builds; then every check side by side,
 # in lanes (below), since most of them wait on the GPU, a compiler or a
-# child process for much of their time; then the benchmark, alone on a
+# child process for much of their time; then the benchmarks, alone on a
 # quiet GPU. Each part's output goes to $OUT/<part>.log; a failing part does
 # not stop the others. It ends with one summary (also $OUT/summary.txt):
 # each part, passed or failed, with its wall and CPU seconds, then what only
@@ -31,7 +31,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 2
 REPO=$(pwd)
 PY=${PY:-python3}
-ALL=build,cuda,stable,simple,harness,third-party,triton,huge,aoti,sanitizer,tutorial,bench
+ALL=build,cuda,stable,simple,harness,third-party,triton,huge,aoti,sanitizer,tutorial,bench,perf
 STEPS=${STEPS:-$ALL}
 OUT=${OUT:-build/gpu}
 BUDGET=${BUDGET:-1000000000}
@@ -227,15 +227,22 @@ PHASE2=$(date +%s)
 wait
 PHASE2=$(($(date +%s) - PHASE2))
 
-# -- phase 3: the benchmark, alone ---------------------------------------------
+# -- phase 3: the benchmarks, alone --------------------------------------------
 # C++/CUDA against the Triton side path (docs/cpp_or_triton.md), on a quiet
-# GPU, sized for a proof: two contiguous sizes, the layouts at 2^24. The
-# Triton package is imported from its folder, as the tests do.
-# Its sections are written as they finish.
+# GPU, sized for a proof: two contiguous sizes, the layouts at 2^20 and 2^24.
+# The Triton package is imported from its folder, as the tests do. Its
+# sections are written as they finish.
 if wants bench; then
   PYTHONPATH=tutorial/appendix/triton${PYTHONPATH:+:$PYTHONPATH} part bench 240 \
     "$PY" -m benchmarks.triton --out "$OUT/pages/cpp_or_triton.md" \
     --json "$OUT/cpp_or_triton.json" --log2 20,24
+fi
+# Then make bench's GPU page (perf/cuda.md): ours against PyTorch's forms
+# over every layout, whole calls by size, the stable build against the
+# classic one; its stamps name EXTENSION_CPP_COMMIT where the tree has no .git.
+if wants perf; then
+  part perf 240 "$PY" -m benchmarks --device cuda --threads 1 --parts layouts,ratios,stable \
+    --out "$OUT/pages/perf"
 fi
 
 # The pages, from the junit XML of each part that ran.
@@ -254,8 +261,8 @@ for part in ${ALL//,/ }; do
   grep -q "^$part: passed" "$OUT/parts/$part" || FAILED=1
 done
 shopt -s nullglob
-pages=("$OUT"/pages/*.md)
-say "total: $(($(date +%s) - START)) s, of which the checks side by side $PHASE2 s; pages written: ${pages[*]##*/}"
+pages=("$OUT"/pages/*.md "$OUT"/pages/perf/*.md)
+say "total: $(($(date +%s) - START)) s, of which the checks side by side $PHASE2 s; pages written: ${pages[*]#"$OUT"/pages/}"
 cat <<'EOF' | tee -a "$OUT/summary.txt"
 Only a GPU checks (CI, without one, skips them): the CUDA kernels of the
 classic, stable and simple builds (every conformance check on cuda, with
