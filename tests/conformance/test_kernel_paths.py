@@ -66,8 +66,10 @@ PATHS = {
     "rows-row-sliced": lambda **kw: (_randn(67, 3002, **kw)[:, 1:], _randn(67, 3002, **kw)[:, 1:]),
     # Row kernels with the kinds fixed at launch, every output row aligned:
     # both inputs' rows aligned (a broadcast row); both misaligned (rows of
-    # 3008 in a storage of 3009: some rows start aligned, read as scalars
-    # too); and one of each, which the run-time kernel takes.
+    # 3008 in a storage of 3009: row starts step through every element
+    # offset from a 16-byte boundary, each read as two aligned vectors
+    # shifted into place, 0 included); and one of each, which the run-time
+    # kernel takes.
     "rows-aligned-broadcast-row": lambda **kw: (
         _randn(1, 3008, **kw).expand(67, 3008),
         _randn(67, 3008, **kw),
@@ -81,7 +83,7 @@ PATHS = {
         _randn(67, 3009, **kw)[:, 1:],
     ),
     # Row kernels: inner stride 2, rows off alignment (the scalar loop); and a
-    # misaligned 1-D run (one row, scalar loads, a tail of one).
+    # misaligned 1-D run (one row, shifted vectors, a tail of one).
     "rows-step-sliced": lambda **kw: (_randn(41, 6002, **kw)[:, ::2], _randn(41, 3001, **kw)),
     "rows-offset-1d": lambda **kw: (_randn(200002, **kw)[1:], _randn(200002, **kw)[1:]),
     # 2-byte row kernel (dense_rows_kernel), a kernel per pair of row kinds:

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "../../elementwise.h"
@@ -52,11 +53,44 @@ struct Kinds {
 constexpr uint32_t kLog2Threads = 8;
 static_assert(kThreads == 1 << kLog2Threads, "the row kernel splits a block by shifts");
 
+// The 16 bytes at run, which is a whole number of elements past a 16-byte
+// boundary: the aligned 16-byte vectors that hold them (one, read twice,
+// where run is on the boundary), shifted into place. Each vector holds bytes
+// of the run, so neither reads past the 16 bytes its allocation's last
+// element sits in. The shift is selected, not branched on, so that the
+// compiler issues both operands' loads before either is shifted.
+template <typename scalar_t, int kVec>
+__device__ __forceinline__ Vec<scalar_t, kVec> load_shifted(const scalar_t* run) {
+  const uint32_t bytes = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(run)) & 15;
+  const uint4* first = reinterpret_cast<const uint4*>(reinterpret_cast<const char*>(run) - bytes);
+  const uint4 lo = first[0], hi = first[bytes != 0 ? 1 : 0];
+  const uint32_t w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+  // Whole words first, two then one, by selects: register indices must be
+  // constants. Then the odd two bytes with __byte_perm (0x5432: the upper
+  // half of one word, then the lower half of the next).
+  const bool two = (bytes & 8) != 0, one = (bytes & 4) != 0;
+  uint32_t u[6], t[5];
+#pragma unroll
+  for (int j = 0; j < 6; ++j) {
+    u[j] = two ? w[j + 2] : w[j];
+  }
+#pragma unroll
+  for (int j = 0; j < 5; ++j) {
+    t[j] = one ? u[j + 1] : u[j];
+  }
+  const uint32_t sel = (bytes & 2) != 0 ? 0x5432 : 0x3210;
+  const uint4 r = make_uint4(__byte_perm(t[0], t[1], sel), __byte_perm(t[1], t[2], sel),
+                             __byte_perm(t[2], t[3], sel), __byte_perm(t[3], t[4], sel));
+  Vec<scalar_t, kVec> v;
+  memcpy(&v, &r, sizeof(v));
+  return v;
+}
+
 // The kVec row elements p[s * i0 .. s * (i0 + kVec)) for the stride s of
 // kRun (`stride` where kRun is kAny), i0 a multiple of kVec:
 //  * kRepeat: kVec copies of p[0];
 //  * kAligned: one 16-byte load;
-//  * kUnaligned: kVec scalar loads;
+//  * kUnaligned: load_shifted, two 16-byte loads;
 //  * kStep2: two 16-byte loads and every other element, from a run that
 //    starts on a 16-byte boundary or one element past it (a [::2] or a
 //    [1::2] slice of an aligned row: the launch checks every row). The two
@@ -70,8 +104,10 @@ __device__ __forceinline__ Vec<scalar_t, kVec> load_run(const scalar_t* p, uint3
     if (stride == 0) {
       return load_run<scalar_t, kVec, Run::kRepeat>(p, i0, 0);
     }
-    if (stride == 2) {
-      return load_run<scalar_t, kVec, Run::kStep2>(p, i0, 2);
+    if constexpr (sizeof(scalar_t) == 2) {  // the only size whose stride-2 rows come here
+      if (stride == 2) {
+        return load_run<scalar_t, kVec, Run::kStep2>(p, i0, 2);
+      }
     }
     if (aligned_to(p + i0, sizeof(V))) {
       return load_run<scalar_t, kVec, Run::kAligned>(p, i0, 1);
@@ -88,10 +124,7 @@ __device__ __forceinline__ Vec<scalar_t, kVec> load_run(const scalar_t* p, uint3
         v.v[k] = x;
       }
     } else if constexpr (kRun == Run::kUnaligned) {
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) {
-        v.v[k] = p[i0 + k];
-      }
+      v = load_shifted<scalar_t, kVec>(p + i0);
     } else {
       // Two branches, each with constant register indices: an index computed
       // at run time would put the pair in local memory.
@@ -186,9 +219,10 @@ __global__ void __launch_bounds__(kThreads, 8)
     if (kA != Run::kAny || aligned_to(po + i0, sizeof(V))) {
       *reinterpret_cast<V*>(po + i0) = r;
     } else {
+      scalar_t* run = po + i0;
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
-        po[i0 + k] = r.v[k];
+        run[k] = r.v[k];
       }
     }
   } else {
@@ -238,15 +272,14 @@ Run run_of(const scalar_t* p, const BinaryLayout& l, int t) {
 // and two stride-2 slices. The rest take the kernel that tells the kinds
 // apart at run time.
 template <typename scalar_t, int kVec, typename Op>
-void launch_dense_rows(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout& l,
-                       const Rows32& rows, int64_t blocks, Op op, cudaStream_t stream) {
+void launch_dense_rows(scalar_t* out, const scalar_t* a, const scalar_t* b, Run ka, Run kb,
+                       bool out_aligned, const Rows32& rows, int64_t blocks, Op op,
+                       cudaStream_t stream) {
   auto launch = [&](auto kinds) {
     dense_rows_kernel<scalar_t, kVec, decltype(kinds)::a, decltype(kinds)::b>
         <<<blocks, kThreads, 0, stream>>>(out, a, b, rows, op);
   };
   using R = Run;
-  const Run ka = run_of(a, l, 1), kb = run_of(b, l, 2);
-  const bool out_aligned = run_of(out, l, 0) == Run::kAligned;
   auto is = [&](Run x, Run y) { return out_aligned && ka == x && kb == y; };
   if (is(R::kAligned, R::kAligned)) {
     launch(Kinds<R::kAligned, R::kAligned>{});
@@ -277,13 +310,13 @@ void launch_rows(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bina
   }
   rows.outer = to_32_bits(l, 1);
   rows.log2_rows = 0;
+  const Run ka = run_of(a, l, 1), kb = run_of(b, l, 2);
   // Stride-2 rows as pairs of 16-byte vectors pay for 2-byte types only: 4-
   // and 8-byte ones read them faster one element a thread (Note [CUDA rows]).
-  auto dense = [&](const scalar_t* p, int t) {
-    const Run run = run_of(p, l, t);
+  auto dense = [](Run run) {
     return run != Run::kAny && (run != Run::kStep2 || sizeof(scalar_t) == 2);
   };
-  if (rows.inner[0] == 1 && dense(a, 1) && dense(b, 2)) {
+  if (rows.inner[0] == 1 && dense(ka) && dense(kb)) {
     // Rows of half a chunk or less share a block, so that no thread idles,
     // where the rows per block divide dimension 1.
     while (l.ndim >= 2 && (kThreads >> (rows.log2_rows + 1)) >= 32 &&
@@ -295,7 +328,8 @@ void launch_rows(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bina
     const uint32_t chunks = (rows.n0 + chunk - 1) / chunk;
     rows.chunks = FastDivisor(chunks);
     const int64_t blocks = ((l.numel / rows.n0) >> rows.log2_rows) * chunks;
-    launch_dense_rows<scalar_t, kVec>(out, a, b, l, rows, blocks, op, stream);
+    const bool out_aligned = run_of(out, l, 0) == Run::kAligned;
+    launch_dense_rows<scalar_t, kVec>(out, a, b, ka, kb, out_aligned, rows, blocks, op, stream);
     return;
   }
   const uint32_t chunk = kThreads * kVec;
