@@ -8,11 +8,12 @@ weights, slices and broadcasts, not only contiguous tensors. For each such
 layout, dtype and op, this times ours, the PyTorch eager expression and the
 same expression under torch.compile, interleaved (benchmarks/ratios.py's
 `measure`: batches of calls, alternating, fastest of many rounds), with an
-A/A control. Each ratio is the other's time over ours (> 1: ours is faster);
-the target is >= 1.0 against the fastest of eager and compile. On CUDA it
-also gives our bandwidth as a fraction of a device copy of the same size
-(bytes read plus written), the roofline: >= 0.97 for the dense permuted
-layouts, >= 0.85 for the rest.
+A/A control; a row whose control strays from 1.0 is measured again. Each
+ratio is the other's time over ours (> 1: ours is faster); the target is
+>= 1.0 against the fastest of eager and compile. On CUDA it also gives our
+bandwidth as a fraction of a device copy of the same size (bytes read plus
+written), the roofline: >= 0.97 for the dense permuted layouts, >= 0.85 for
+the rest.
 """
 
 import argparse
@@ -36,6 +37,14 @@ DTYPES = ("float32", "bfloat16", "float16")
 # Layouts whose inputs are dense in one order: the output keeps that order,
 # and the op should run at copy speed.
 DENSE_PERMUTED = ("contiguous", "transposed", "channels_last", "channels_last_3d")
+# Rounds of each row's interleaved batches. A CPU batch is a few hundred
+# microseconds, short beside a shared machine's bursts, so the CPU takes more.
+ROUNDS = {"cpu": 100, "cuda": 15}
+# A row whose A/A control lands outside this band was disturbed unevenly:
+# it is measured again, up to RETRIES times, and the try whose control is
+# nearest 1.0 kept (Note [Interleaved timing]).
+AA_BAND = (0.95, 1.05)
+RETRIES = 4
 
 
 def layouts(n_log2: int) -> dict:
@@ -145,7 +154,7 @@ def sweep(device: str, threads: int, only, dtypes, n_log2: int) -> list:
             torch._dynamo.reset()
             a, b = make(dtype=dtype, device=device)
             fns = candidates(a, b)
-            t = measure(fns, rounds=15, calls=calls, sync=sync)
+            t, tries = measure_row(fns, ROUNDS[device], calls, sync)
             # A copy of 2^n elements reads and writes 2 * 2^n; the op writes
             # 2^n and reads each input element once (a broadcast input's
             # stored elements only), so it moves `traffic` times the copy's.
@@ -156,10 +165,27 @@ def sweep(device: str, threads: int, only, dtypes, n_log2: int) -> list:
             roof = ""
             if device == "cuda":
                 roof = f" (mymul {copy * traffic / t[('mymul', 'ours')]:.2f} copy)"
-            print(f"    {dtype_name} {name}: {ratios}{roof}", flush=True)
+            again = f" [{tries} tries]" if tries > 1 else ""
+            print(f"    {dtype_name} {name}: {ratios}{roof}{again}", flush=True)
         print(f"  {device}, {threads} thread(s), {dtype_name}: done", flush=True)
     torch.set_num_threads(1)
     return rows
+
+
+def control(t: dict) -> float:
+    """The A/A ratio: torch.mul timed as the control over the same call as mymul's eager."""
+    return t[("control", "eager")] / t[("mymul", "eager")]
+
+
+def measure_row(fns: dict, rounds: int, calls: int, sync) -> tuple[dict, int]:
+    """One row's times, measured again while its A/A control is outside AA_BAND
+    (up to RETRIES times): the try whose control is nearest 1.0, and the tries made."""
+    tries = []
+    for _ in range(1 + RETRIES):
+        tries.append(measure(fns, rounds=rounds, calls=calls, sync=sync))
+        if AA_BAND[0] <= control(tries[-1]) <= AA_BAND[1]:
+            break
+    return min(tries, key=lambda t: abs(math.log(control(t)))), len(tries)
 
 
 def best_ratio(t: dict, op: str) -> float:
@@ -194,10 +220,9 @@ def table(device: str, threads: int, rows: list, n_log2: int) -> list:
             roof = f", {copy / ours:.2f} copy" if device == "cuda" else ""
             cells.append(f"**{best:.2f}** ({detail}{roof})")
             worst.append((best, op, dtype, name))
-        control = t[("control", "eager")] / t[("mymul", "eager")]
         lines.append(
             f"| {dtype} | {name} | {t[('mymul', 'ours')]:.1f} | {' | '.join(cells)} "
-            f"| {control:.2f} |"
+            f"| {control(t):.2f} |"
         )
     misses = sorted(w for w in worst if w[0] < 1.0)
     lines += [
