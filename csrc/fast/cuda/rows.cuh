@@ -45,6 +45,12 @@ enum class Run {
   kAny,        // any of those, and an output row start off the boundary
 };
 
+// Whether load_run reads bytes beside the run for this kind (load_shifted,
+// a stride-2 pair, or either where kAny finds them).
+constexpr bool reads_beside(Run run) {
+  return run == Run::kUnaligned || run == Run::kStep2 || run == Run::kAny;
+}
+
 template <Run kA, Run kB>
 struct Kinds {
   static constexpr Run a = kA, b = kB;
@@ -212,7 +218,12 @@ __global__ void __launch_bounds__(kThreads, 8)
   const scalar_t* pa = a + base[1] + row_in_block * rows.outer.strides[1][0];
   const scalar_t* pb = b + base[2] + row_in_block * rows.outer.strides[2][0];
   scalar_t* po = out + base[0] + row_in_block * rows.outer.strides[0][0];
-  if (i0 + kVec <= rows.n0) {
+  // Shifted and stride-2 reads take in bytes beside their run, less than 16
+  // past it: inside the row for all but its last run, which may end the
+  // tensor's memory. So where a kernel reads so, each row's last run is read
+  // element by element.
+  constexpr bool kBeside = reads_beside(kA) || reads_beside(kB);
+  if (i0 + (kBeside ? 2 : 1) * kVec <= rows.n0) {
     const V x = load_run<scalar_t, kVec, kA>(pa, i0, rows.inner[1]);
     const V y = load_run<scalar_t, kVec, kB>(pb, i0, rows.inner[2]);
     const V r = apply<scalar_t, kVec>(x, y, op);
@@ -226,7 +237,8 @@ __global__ void __launch_bounds__(kThreads, 8)
       }
     }
   } else {
-    for (uint32_t i = i0; i < rows.n0; ++i) {
+    const uint32_t end = i0 + kVec < rows.n0 ? i0 + kVec : rows.n0;
+    for (uint32_t i = i0; i < end; ++i) {
       po[i] = static_cast<scalar_t>(
           op(static_cast<T>(pa[i * rows.inner[1]]), static_cast<T>(pb[i * rows.inner[2]])));
     }
