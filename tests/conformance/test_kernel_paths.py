@@ -68,8 +68,8 @@ PATHS = {
     # both inputs' rows aligned (a broadcast row); both misaligned (rows of
     # 3008 in a storage of 3009: row starts step through every element
     # offset from a 16-byte boundary, each read as two aligned vectors
-    # shifted into place, 0 included); and one of each, which the run-time
-    # kernel takes.
+    # shifted into place, 0 included); and one of each, which reads both as
+    # misaligned.
     "rows-aligned-broadcast-row": lambda **kw: (
         _randn(1, 3008, **kw).expand(67, 3008),
         _randn(67, 3008, **kw),

@@ -115,10 +115,7 @@ __device__ __forceinline__ Vec<scalar_t, kVec> load_run(const scalar_t* p, uint3
         return load_run<scalar_t, kVec, Run::kStep2>(p, i0, 2);
       }
     }
-    if (aligned_to(p + i0, sizeof(V))) {
-      return load_run<scalar_t, kVec, Run::kAligned>(p, i0, 1);
-    }
-    return load_run<scalar_t, kVec, Run::kUnaligned>(p, i0, 1);
+    return load_run<scalar_t, kVec, Run::kUnaligned>(p, i0, 1);  // aligned or not
   } else if constexpr (kRun == Run::kAligned) {
     return *reinterpret_cast<const V*>(p + i0);
   } else {
@@ -201,7 +198,6 @@ template <typename scalar_t, int kVec, Run kA, Run kB, typename Op>
 __global__ void __launch_bounds__(kThreads, 8)
     dense_rows_kernel(scalar_t* out, const scalar_t* a, const scalar_t* b, const Rows32 rows,
                       Op op) {
-  using T = opmath_t<scalar_t>;
   using V = Vec<scalar_t, kVec>;
   // Threads per row: kThreads over the rows per block.
   const uint32_t log2_per_row = kLog2Threads - rows.log2_rows;
@@ -237,10 +233,23 @@ __global__ void __launch_bounds__(kThreads, 8)
       }
     }
   } else {
-    const uint32_t end = i0 + kVec < rows.n0 ? i0 + kVec : rows.n0;
-    for (uint32_t i = i0; i < end; ++i) {
-      po[i] = static_cast<scalar_t>(
-          op(static_cast<T>(pa[i * rows.inner[1]]), static_cast<T>(pb[i * rows.inner[2]])));
+    // Every load before any store, so that they are in flight together. An
+    // element past the row reads the row's last one instead, and is not
+    // stored. Out may be a or b: each element is read before it is written.
+    const uint32_t last = rows.n0 - 1;
+    V x, y;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      const uint32_t i = i0 + k < last ? i0 + k : last;
+      x.v[k] = pa[i * rows.inner[1]];
+      y.v[k] = pb[i * rows.inner[2]];
+    }
+    const V r = apply<scalar_t, kVec>(x, y, op);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      if (i0 + k < rows.n0) {
+        po[i0 + k] = r.v[k];
+      }
     }
   }
 }
@@ -280,9 +289,9 @@ Run run_of(const scalar_t* p, const BinaryLayout& l, int t) {
 
 // The pairs of row kinds with a kernel of their own, for an output whose
 // rows all start on a 16-byte boundary: a broadcast row (aligned rows), a
-// broadcast column of either input, a row slice or misaligned run of both,
-// and two stride-2 slices. The rest take the kernel that tells the kinds
-// apart at run time.
+// broadcast column of either input, a row slice or misaligned run of either
+// or both, and two stride-2 slices. The rest take the kernel that tells the
+// kinds apart at run time.
 template <typename scalar_t, int kVec, typename Op>
 void launch_dense_rows(scalar_t* out, const scalar_t* a, const scalar_t* b, Run ka, Run kb,
                        bool out_aligned, const Rows32& rows, int64_t blocks, Op op,
@@ -292,6 +301,11 @@ void launch_dense_rows(scalar_t* out, const scalar_t* a, const scalar_t* b, Run 
         <<<blocks, kThreads, 0, stream>>>(out, a, b, rows, op);
   };
   using R = Run;
+  // load_shifted reads a run on the boundary right too, so an aligned run
+  // beside a misaligned one takes the misaligned pair's kernel.
+  if ((ka == R::kAligned && kb == R::kUnaligned) || (ka == R::kUnaligned && kb == R::kAligned)) {
+    ka = kb = R::kUnaligned;
+  }
   auto is = [&](Run x, Run y) { return out_aligned && ka == x && kb == y; };
   if (is(R::kAligned, R::kAligned)) {
     launch(Kinds<R::kAligned, R::kAligned>{});
