@@ -117,6 +117,18 @@ PATHS = {
     ),
     # Per-element strided kernel: rows too short for the row kernel.
     "strided-short-rows": lambda **kw: (_randn(3001, 14, **kw)[:, ::2], _randn(3001, 7, **kw)),
+    # The same kernel for layouts of more than six dimensions after merging
+    # (the row and tiled kernels take up to six): rows long enough for the
+    # row kernel, and a transposed input, each under six batch dimensions
+    # that a step slice keeps from merging.
+    "strided-seven-dims-rows": lambda **kw: (
+        _randn(3, 3, 3, 3, 3, 3, 1030, **kw)[::2, ::2, ::2, ::2, ::2, ::2],
+        _randn(2, 2, 2, 2, 2, 2, 1030, **kw),
+    ),
+    "strided-seven-dims-transposed": lambda **kw: (
+        _randn(2, 2, 2, 2, 2, 40, 67, **kw),
+        _randn(3, 3, 3, 3, 3, 67, 40, **kw)[::2, ::2, ::2, ::2, ::2].transpose(-1, -2),
+    ),
     # CPU strided loop, many short dense rows per call of the run loop
     # (Rows): rows of 14 over two outer dimensions, 97,706 elements, so that
     # parallel chunks begin mid-row and batches carry into dimension 2.

@@ -44,12 +44,12 @@ bool elementwise(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bina
   if (layout.contiguous() && aligned) {
     contiguous_kernel<scalar_t, kVec>
         <<<blocks_for(n / kVec, kMaxGridBlocks), kThreads, 0, stream>>>(out, a, b, n, op);
-  } else if (use_tiles(layout)) {
+  } else if (use_tiles(layout) && layout.ndim <= kFewDims) {
     launch_tiled(out, a, b, layout, op, stream);
   } else if (fits_32_bits(layout)) {  // a misaligned dense run comes here too
     // Rows of half a chunk and more take the row path; with shorter ones
     // most threads of a block would idle.
-    if (layout.ndim >= 1 && layout.sizes[0] >= kThreads * kVec / 2) {
+    if (layout.ndim >= 1 && layout.ndim <= kFewDims && layout.sizes[0] >= kThreads * kVec / 2) {
       launch_rows<scalar_t, kVec>(out, a, b, layout, op, stream);
     } else {
       const int64_t blocks = (n + kThreads * kWork - 1) / (kThreads * kWork);

@@ -27,10 +27,10 @@ namespace extension_cpp::fast::cuda {
 // kThreads >> log2_rows threads each.
 struct Rows32 {
   uint32_t n0;
-  uint32_t inner[3];   // each operand's stride along the row
-  uint32_t log2_rows;  // rows per block, as a power of two
-  FastDivisor chunks;  // chunks per row
-  Layout32 outer;      // dimensions 1.. of the layout: row index -> offsets
+  uint32_t inner[3];             // each operand's stride along the row
+  uint32_t log2_rows;            // rows per block, as a power of two
+  FastDivisor chunks;            // chunks per row
+  Layout32<kFewDims - 1> outer;  // dimensions 1.. of the layout: row index -> offsets
 };
 
 // How a kernel reads one operand's row, fixed at compile time where the
@@ -334,7 +334,7 @@ void launch_rows(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bina
   for (int t = 0; t < 3; ++t) {
     rows.inner[t] = static_cast<uint32_t>(l.strides[t][0]);
   }
-  rows.outer = to_32_bits(l, 1);
+  rows.outer = to_32_bits<kFewDims - 1>(l, 1);
   rows.log2_rows = 0;
   const Run ka = run_of(a, l, 1), kb = run_of(b, l, 2);
   // Stride-2 rows as pairs of 16-byte vectors pay for 2-byte types only: 4-

@@ -11,6 +11,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 #include "../../elementwise.h"
 #include "../../runtime.cuh"
@@ -37,19 +39,27 @@ struct FastDivisor {
   }
 };
 
-// The merged layout with 32-bit sizes, strides and divisors.
+// The row and tiled kernels take layouts of up to kFewDims dimensions, so
+// that their parameters stay small: a launch copies them, and room for
+// kMaxDims is 600 to 800 bytes (Note [Kernel parameters]). Layouts with
+// more, rare after merging, take strided32_kernel.
+constexpr int kFewDims = 6;
+
+// The merged layout, up to kDims dimensions, with 32-bit sizes, strides and
+// divisors.
+template <int kDims>
 struct Layout32 {
   int ndim;
-  FastDivisor sizes[kMaxDims];
-  uint32_t strides[3][kMaxDims];
+  FastDivisor sizes[kDims];
+  uint32_t strides[3][kDims];
 
-  // The loop runs over kMaxDims and stops at ndim, as TensorIterator's
+  // The loop runs over kDims and stops at ndim, as TensorIterator's
   // OffsetCalculator does, so every array index is a constant: the kernel
   // parameters are then read with fixed addresses, not indexed loads.
   __device__ __forceinline__ void offsets(uint32_t i, uint32_t (&o)[3]) const {
     o[0] = o[1] = o[2] = 0;
 #pragma unroll
-    for (int d = 0; d < kMaxDims; ++d) {
+    for (int d = 0; d < kDims; ++d) {
       if (d == ndim) {
         break;
       }
@@ -82,9 +92,15 @@ inline bool fits_32_bits(const BinaryLayout& l) {
   return true;
 }
 
-// Dimensions [first, l.ndim) of l in 32 bits.
-inline Layout32 to_32_bits(const BinaryLayout& l, int first = 0) {
-  Layout32 r{};  // strides past ndim are 0: the row kernel reads them for 1-D layouts
+// Dimensions [first, l.ndim) of l in 32 bits, at most kDims of them.
+template <int kDims = kMaxDims>
+Layout32<kDims> to_32_bits(const BinaryLayout& l, int first = 0) {
+  if (l.ndim - first > kDims) {
+    throw std::runtime_error("extension_cpp: " + std::to_string(l.ndim - first) +
+                             " dimensions for a kernel that takes " + std::to_string(kDims) +
+                             " (a bug: please report it)");
+  }
+  Layout32<kDims> r{};  // strides past ndim are 0: the row kernel reads them for 1-D layouts
   r.ndim = l.ndim - first;
   for (int d = first; d < l.ndim; ++d) {
     r.sizes[d - first] = FastDivisor(static_cast<uint32_t>(l.sizes[d]));
@@ -102,7 +118,7 @@ constexpr int kWork = 4;
 
 template <typename scalar_t, typename Op>
 __global__ void strided32_kernel(scalar_t* out, const scalar_t* a, const scalar_t* b,
-                                 const Layout32 layout, uint32_t n, Op op) {
+                                 const Layout32<kMaxDims> layout, uint32_t n, Op op) {
   using T = opmath_t<scalar_t>;
   const uint32_t first = blockIdx.x * (kThreads * kWork) + threadIdx.x;
   T x[kWork], y[kWork];

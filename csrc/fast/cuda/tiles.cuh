@@ -36,11 +36,17 @@ namespace extension_cpp::fast::cuda {
 // before the barrier.
 constexpr int kTileCells = 1024;
 
+// The layout's strides, up to kFewDims dimensions (strided32.cuh).
+struct TileLayout {
+  int ndim;
+  int64_t strides[3][kFewDims];  // [0] out, [1] a, [2] b
+};
+
 struct TileShape {
   int64_t n0, n1;                   // sizes of dimensions 0 and 1
   int log2_t0, log2_t1;             // the tile's extent in dimensions 0 and 1
   FastDivisor tiles0, tiles1;       // tiles along dimensions 0 and 1
-  FastDivisor sizes[kMaxDims - 2];  // sizes of dimensions 2..
+  FastDivisor sizes[kFewDims - 2];  // sizes of dimensions 2..
 };
 
 // Shared-memory index idx is stored at idx + idx / (kCells / 32): one pad word
@@ -118,7 +124,7 @@ __device__ __forceinline__ Vec<scalar_t, 8> staged_column(const scalar_t* stage,
 // (Note [CUDA tiles]).
 template <typename scalar_t, typename Op, int kCells, int kVec, bool kStageA, bool kStageB>
 __global__ void __launch_bounds__(kThreads, 8)
-    tiled_kernel(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout l,
+    tiled_kernel(scalar_t* out, const scalar_t* a, const scalar_t* b, const TileLayout l,
                  const TileShape shape, Op op) {
   using T = opmath_t<scalar_t>;
   using V = Vec<scalar_t, kVec>;
@@ -142,7 +148,7 @@ __global__ void __launch_bounds__(kThreads, 8)
   }
   uint32_t rest = q1;
 #pragma unroll
-  for (int d = 2; d < kMaxDims; ++d) {
+  for (int d = 2; d < kFewDims; ++d) {
     if (d >= l.ndim) {
       break;
     }
@@ -323,20 +329,31 @@ void launch_tiled(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bin
   }
   shape.tiles0 = FastDivisor(static_cast<uint32_t>(tiles0));
   shape.tiles1 = FastDivisor(static_cast<uint32_t>(tiles1));
-  for (int d = 2; d < l.ndim; ++d) {
-    shape.sizes[d - 2] = FastDivisor(static_cast<uint32_t>(l.sizes[d]));
+  if (l.ndim > kFewDims) {
+    throw std::runtime_error("extension_cpp: a tiled layout of " + std::to_string(l.ndim) +
+                             " dimensions (a bug: please report it)");
+  }
+  TileLayout tl{};
+  tl.ndim = l.ndim;
+  for (int d = 0; d < l.ndim; ++d) {
+    for (int t = 0; t < 3; ++t) {
+      tl.strides[t][d] = l.strides[t][d];
+    }
+    if (d >= 2) {
+      shape.sizes[d - 2] = FastDivisor(static_cast<uint32_t>(l.sizes[d]));
+    }
   }
   const int64_t blocks = count;
   const bool stage_a = transposed_input(l, 1), stage_b = transposed_input(l, 2);
   if (stage_a && stage_b) {
     tiled_kernel<scalar_t, Op, kCells, kVec, true, true>
-        <<<blocks, kThreads, 0, stream>>>(out, a, b, l, shape, op);
+        <<<blocks, kThreads, 0, stream>>>(out, a, b, tl, shape, op);
   } else if (stage_a) {
     tiled_kernel<scalar_t, Op, kCells, kVec, true, false>
-        <<<blocks, kThreads, 0, stream>>>(out, a, b, l, shape, op);
+        <<<blocks, kThreads, 0, stream>>>(out, a, b, tl, shape, op);
   } else {
     tiled_kernel<scalar_t, Op, kCells, kVec, false, true>
-        <<<blocks, kThreads, 0, stream>>>(out, a, b, l, shape, op);
+        <<<blocks, kThreads, 0, stream>>>(out, a, b, tl, shape, op);
   }
 }
 
