@@ -246,10 +246,13 @@ test-docs: docs docs-deps
 
 # The tutorial's own tests (tests/tutorial: each step adds what it teaches,
 # the READMEs' commands work as written, the side paths build) run here,
-# after the walk has built every checkpoint into the shared cache.
+# after the walk has built every checkpoint into the shared cache. Each
+# README builds its checkpoint in a fresh copy, so those tests spread over
+# the workers; the ones that share tutorial/'s own checkpoints form one
+# xdist_group.
 tutorial: build
 	$(PY) -m tools.tutorial.walk
-	$(PY) -m pytest tests/tutorial -p no:cacheprovider
+	$(PY) -m pytest tests/tutorial -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup
 
 # The wheels and the compatibility matrix are nox sessions (noxfile.py).
 # make wheel: one cp39-abi3 wheel in dist/ (CUDA kernels for setup.py's

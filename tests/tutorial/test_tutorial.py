@@ -19,9 +19,12 @@ from conformance.cases import classic_only
 
 from tools.tutorial import buildcache, matrix, readme_diff, walk
 
-pytestmark = classic_only(
-    "the tutorial does not depend on the build under test; the classic run covers it"
-)
+pytestmark = [
+    classic_only("the tutorial does not depend on the build under test; the classic run covers it"),
+    # buildcache.build replaces a checkpoint's library in tutorial/ itself:
+    # under `make tutorial`'s workers (--dist loadgroup), one process does.
+    pytest.mark.xdist_group("checkpoints"),
+]
 
 TUTORIAL = Path(__file__).resolve().parents[2] / "tutorial"
 
