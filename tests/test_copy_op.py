@@ -99,7 +99,11 @@ def test_copy_has_the_listed_files_and_no_old_name(renamed_copy):
 @pytest.fixture(scope="module")
 def built_copy(renamed_copy):
     """The copy built with the page's command; returns the environment that imports it."""
-    env = {**os.environ, "MYPROJECT_CUDA": "0", "PYTHONPATH": str(renamed_copy)}
+    # This venv's tools first on PATH, as make build has them: the copy's
+    # wheel test then builds with the same ninja and reuses these objects.
+    # Another ninja release keeps another log, and would compile them again.
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+    env = {**os.environ, "MYPROJECT_CUDA": "0", "PYTHONPATH": str(renamed_copy), "PATH": path}
     env.setdefault("MAX_JOBS", "2")
     build = subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation"]
