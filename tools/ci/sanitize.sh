@@ -15,10 +15,9 @@
 #   - test_aoti.py is left out: it configures and builds a C++ program with
 #     CMake (which runs nvcc's front end) and runs it, and the preloaded
 #     runtime would instrument those tools, not our kernels. make test runs it.
-#   - so are the torch.compile, export and DTensor tests (a third of the
-#     suite's time here): they reach the same kernels, on inputs the eager
-#     tests cover, through Inductor and torch.distributed, which are not
-#     instrumented. make test runs them.
+#   - so are the torch.compile, export and DTensor tests: they reach the
+#     same kernels, on inputs the eager tests cover, through Inductor and
+#     torch.distributed, which are not instrumented. make test runs them.
 # Every report is written under build/sanitize/reports; the run fails if there
 # is any, or if a test fails. Usage: tools/ci/sanitize.sh [pytest args...];
 # SANITIZE_REBUILD=0 reuses the last build (the tests always come from the tree).
