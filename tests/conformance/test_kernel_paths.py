@@ -363,6 +363,62 @@ def test_special_values_bit_for_bit(op_name, device, dtype, path):
     assert_values(out, expected, exact=True)
 
 
+def _every_half_value(dtype: torch.dtype, gen: torch.Generator):
+    """(a, b): every bit pattern of a 2-byte dtype as a, three times, each
+    beside a partner where rounding is hardest: one that puts the product
+    among the subnormals, one that nearly cancels the sum, and a random bit
+    pattern."""
+    a = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(dtype)
+    x = a.double()
+
+    def spread(lo, hi):
+        return torch.rand(x.shape, generator=gen, dtype=torch.float64) * (hi - lo) + lo
+
+    tiny = torch.finfo(dtype).tiny
+    subnormal_product = tiny / x * torch.exp2(spread(-11.0, 2.0))
+    cancelling = -x * (1 + spread(-(2.0**-6), 2.0**-6))
+    random_bits = torch.randint(-(2**15), 2**15, x.shape, generator=gen, dtype=torch.int16)
+    b = torch.cat([subnormal_product.to(dtype), cancelling.to(dtype), random_bits.view(dtype)])
+    return a.repeat(3).reshape(384, 512), b.reshape(384, 512)
+
+
+# The fast CUDA kernels' paths that compute 2-byte types in pairs: dense,
+# one input transposed (tiles), rows off a 16-byte boundary.
+HALF_PAIR_PATHS = {
+    "contiguous": lambda a, b: (a, b),
+    "one-transposed": lambda a, b: (a, b.t().contiguous().t()),
+    "row-sliced": lambda a, b: (
+        torch.nn.functional.pad(a, (1, 0))[:, 1:],
+        torch.nn.functional.pad(b, (1, 0))[:, 1:],
+    ),
+}
+
+
+@pytest.mark.parametrize("path", HALF_PAIR_PATHS)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=dtype_id)
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("op_name", ["mymul", "myadd_out"])
+def test_half_types_round_as_pytorch(op_name, device, dtype, path):
+    """Every float16 and bfloat16 value, multiplied and added: bit for bit
+    PyTorch's result, which rounds the float result once (CUDA multiplies
+    and adds these in pairs of their own type). The inputs must reach the
+    subnormals and round most results, or a kernel that flushes subnormals
+    or truncates would pass."""
+    a, b = _every_half_value(dtype, torch.Generator().manual_seed(0))
+    a, b = HALF_PAIR_PATHS[path](a.to(device), b.to(device))
+    if op_name == "mymul":
+        out, expected = pkg.mymul(a, b), torch.mul(a, b)
+        exact = a.double() * b.double()
+    else:
+        out = torch.full(a.shape, float("nan"), dtype=dtype, device=device)
+        pkg.myadd_out(a, b, out)
+        expected, exact = torch.add(a, b), a.double() + b.double()
+    tiny = torch.finfo(dtype).tiny
+    assert int(((expected.abs() < tiny) & (expected != 0)).sum()) > 1000
+    assert int(((expected.double() != exact) & ~exact.isnan()).sum()) > 30000
+    assert_values(out, expected, exact=True)
+
+
 @pytest.mark.parametrize(
     ("capability", "cases"),
     [

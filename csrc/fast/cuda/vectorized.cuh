@@ -6,9 +6,13 @@
 // a block: the shape that led a sweep of eight (Note [CUDA block shape]).
 #pragma once
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "../../elementwise.h"
 #include "../../runtime.cuh"
@@ -20,16 +24,59 @@ struct alignas(sizeof(scalar_t) * kVec) Vec {
   scalar_t v[kVec];
 };
 
+// float16 and bfloat16 products and sums, two elements per instruction
+// (HMUL2, HADD2) in the storage type, where the float path widens each
+// element, computes in float and rounds back. Both round the exact result
+// once to nearest even, so every bit matches PyTorch's (Note [Half pairs]).
+// mymuladd stays in float: its c is a float.
+template <typename scalar_t, typename Op>
+constexpr bool kPairs =
+    (std::is_same_v<scalar_t, c10::Half> || std::is_same_v<scalar_t, c10::BFloat16>) &&
+    (std::is_same_v<Op, MulOp<float>> || std::is_same_v<Op, AddOp<float>>);
+
+template <typename scalar_t>
+using Pair = std::conditional_t<std::is_same_v<scalar_t, c10::Half>, __half2, __nv_bfloat162>;
+
+template <typename P>
+__device__ __forceinline__ P pair_op(MulOp<float>, P x, P y) {
+  return __hmul2_rn(x, y);
+}
+
+template <typename P>
+__device__ __forceinline__ P pair_op(AddOp<float>, P x, P y) {
+  return __hadd2_rn(x, y);
+}
+
+template <typename scalar_t, int kVec, typename Op>
+__device__ __forceinline__ Vec<scalar_t, kVec> apply_pairs(const Vec<scalar_t, kVec>& x,
+                                                           const Vec<scalar_t, kVec>& y, Op op) {
+  using P = Pair<scalar_t>;
+  Vec<scalar_t, kVec> r;
+#pragma unroll
+  for (int k = 0; k < kVec; k += 2) {
+    P px, py;
+    memcpy(&px, &x.v[k], sizeof(P));
+    memcpy(&py, &y.v[k], sizeof(P));
+    const P pr = pair_op(op, px, py);
+    memcpy(&r.v[k], &pr, sizeof(P));
+  }
+  return r;
+}
+
 template <typename scalar_t, int kVec, typename Op>
 __device__ __forceinline__ Vec<scalar_t, kVec> apply(const Vec<scalar_t, kVec>& x,
                                                      const Vec<scalar_t, kVec>& y, Op op) {
-  using T = opmath_t<scalar_t>;
-  Vec<scalar_t, kVec> r;
+  if constexpr (kVec % 2 == 0 && kPairs<scalar_t, Op>) {
+    return apply_pairs(x, y, op);
+  } else {
+    using T = opmath_t<scalar_t>;
+    Vec<scalar_t, kVec> r;
 #pragma unroll
-  for (int k = 0; k < kVec; ++k) {
-    r.v[k] = static_cast<scalar_t>(op(static_cast<T>(x.v[k]), static_cast<T>(y.v[k])));
+    for (int k = 0; k < kVec; ++k) {
+      r.v[k] = static_cast<scalar_t>(op(static_cast<T>(x.v[k]), static_cast<T>(y.v[k])));
+    }
+    return r;
   }
-  return r;
 }
 
 C10_HOST_DEVICE inline bool aligned_to(const void* p, int64_t bytes) {
