@@ -171,10 +171,11 @@ compute-sanitizer: build
 # CUDA cases, the harness's tests (the zoo; the third-party libraries' CUDA
 # cases), the Triton side path, AOTInductor, compute-sanitizer, the tutorial
 # walk and the GPU benchmark, then one summary and the docs' GPU pages in
-# build/gpu/pages. The checks run side by side, in lanes; one run of under
-# 9 minutes on a 16-core GPU machine. It uses .venv's Python where there is
-# one, else python3 (GPU_PY=...). STEPS=build,cuda,... picks parts;
-# BUDGET=540 ends every part by then.
+# build/gpu/pages. The checks run side by side, in lanes, then the
+# benchmarks alone; with two GPUs the benchmarks run on the second, beside
+# the checks. It uses .venv's Python where there is one, else python3
+# (GPU_PY=...). STEPS=build,cuda,... picks parts; BUDGET=540 ends every part
+# by then.
 GPU_PY ?= $(if $(wildcard $(PY)),$(CURDIR)/$(PY),python3)
 gpu:
 	PY=$(GPU_PY) tools/ci/gpu.sh

@@ -10,7 +10,10 @@
 # The parts run in three phases: the builds; then every check side by side,
 # in lanes (below), since most of them wait on the GPU, a compiler or a
 # child process for much of their time; then the benchmarks, alone on a
-# quiet GPU. Each part's output goes to $OUT/<part>.log; a failing part does
+# quiet GPU. With two GPUs or more the benchmarks run during the checks
+# instead, on the last GPU and BENCH_CPUS CPUs of their own, the checks on
+# the first GPU and the other CPUs: the whole run then takes about as long
+# as the checks. Each part's output goes to $OUT/<part>.log; a failing part does
 # not stop the others. It ends with one summary (also $OUT/summary.txt):
 # each part, passed or failed, with its wall and CPU seconds, then what only
 # a GPU checks. The results pages the docs show are written into
@@ -24,7 +27,8 @@
 #
 # Variables: PY (python3), STEPS (every part), OUT (build/gpu), BUDGET
 # (seconds for the whole run, 1e9: each part gets at most what is left),
-# WORKERS (pytest-xdist workers of a part: each lane sets its own),
+# WORKERS (pytest-xdist workers of a part: each lane sets its own, for 16
+# CPUs, scaled to the CPUs the checks have), BENCH_CPUS (4),
 # TORCH_CUDA_ARCH_LIST (the GPU's own), EXTENSION_CPP_COMMIT (the commit the
 # tree was copied from, for the pages' stamps, where the tree has no .git).
 set -u
@@ -104,6 +108,18 @@ pytest_part() {
   echo "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1), $CPUS CPUs"
   "$PY" -c 'import sys, torch; print(f"Python {sys.version.split()[0]}, torch {torch.__version__} (CUDA {torch.version.cuda})")'
 } | tee -a "$OUT/summary.txt"
+# The benchmarks beside the checks where there is a second GPU (and no
+# CUDA_VISIBLE_DEVICES has picked GPUs already), and CPUs to spare for them.
+GPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+BENCH_CPUS=${BENCH_CPUS:-4}
+BESIDE=0
+if ((GPUS >= 2 && CPUS > 2 * BENCH_CPUS)) && [[ -z ${CUDA_VISIBLE_DEVICES-} ]] &&
+  { wants bench || wants perf; }; then
+  BESIDE=1
+fi
+CHECK_CPUS=$((CPUS - BESIDE * BENCH_CPUS))
+# workers N: N workers for 16 CPUs, scaled to the CPUs the checks have.
+workers() { echo $((($1 * CHECK_CPUS + 8) / 16)); }
 "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else "make gpu: torch sees no CUDA GPU")' || exit 2
 "$PY" -c 'import xdist' 2>/dev/null || { echo "make gpu: needs pytest-xdist (pip install pytest-xdist)" >&2; exit 2; }
 # The GPU's own architecture, unless one is set.
@@ -141,7 +157,8 @@ fi
 # -- phase 2: the checks, in lanes side by side --------------------------------
 # Seven lanes, each a few parts in turn, sized so that they end together:
 # the CPUs are the limit (the parts' CPU seconds, in the summary, add up to
-# about 16 CPUs busy for the whole phase).
+# about 16 CPUs busy for the whole phase), so workers() scales each lane's
+# workers to the CPUs the checks have.
 C=tests/conformance
 NOT_HERE=(--ignore="$C/test_aoti.py" --ignore="$C/test_wheel.py")
 CUDA=(-m "cuda and not huge")
@@ -159,11 +176,11 @@ FRONT_END=(-k "not compile and not dynamic and not export and not fake and not o
 # and the simple builds' kernel tests, the latter from their install folder
 # (as make test-simple runs them), so that `import extension_cpp` finds it.
 lane_builds() {
-  wants cuda && WORKERS=5 pytest_part cuda 300 "$C" "${CUDA[@]}" "${NOT_HERE[@]}"
-  wants stable && EXTENSION_CPP_BUILD=stable WORKERS=5 pytest_part stable 240 \
+  wants cuda && WORKERS=$(workers 5) pytest_part cuda 300 "$C" "${CUDA[@]}" "${NOT_HERE[@]}"
+  wants stable && EXTENSION_CPP_BUILD=stable WORKERS=$(workers 5) pytest_part stable 240 \
     "${KERNEL_TESTS[@]/#/$C/}" "${CUDA[@]}" "${FRONT_END[@]}"
   if wants simple; then
-    (cd "$SIMPLE" && EXTENSION_CPP_EXPECT_KERNELS=simple WORKERS=5 pytest_part simple 240 \
+    (cd "$SIMPLE" && EXTENSION_CPP_EXPECT_KERNELS=simple WORKERS=$(workers 5) pytest_part simple 240 \
       --rootdir "$REPO" -c "$REPO/pyproject.toml" "${KERNEL_TESTS[@]/#/$REPO/$C/}" "${CUDA[@]}" \
       "${FRONT_END[@]}")
   fi
@@ -171,12 +188,12 @@ lane_builds() {
 # The harness's own tests: the zoo runs each op's CPU and CUDA cases, and
 # run_all after CUDA is initialised.
 lane_harness() {
-  wants harness && WORKERS=5 pytest_part harness 360 harness/tests \
+  wants harness && WORKERS=$(workers 5) pytest_part harness 360 harness/tests \
     --ignore=harness/tests/third_party -m "not huge"
 }
 # The third-party libraries' CUDA cases and their reproducers.
 lane_third_party() {
-  wants third-party && WORKERS=4 pytest_part third-party 360 harness/tests/third_party \
+  wants third-party && WORKERS=$(workers 4) pytest_part third-party 360 harness/tests/third_party \
     -m "cuda and not huge"
 }
 # Tensors past 2^31 elements (4 GiB and more each), one test at a time: the
@@ -191,7 +208,7 @@ lane_triton() {
       "${pytest[@]}" --junitxml="$OUT/huge.xml" tests/conformance tests/tutorial/test_triton.py harness/tests &&
         EXTENSION_CPP_BUILD=stable "${pytest[@]}" tests/conformance'
   fi
-  wants triton && WORKERS=3 pytest_part triton 240 tests/tutorial/test_triton.py \
+  wants triton && WORKERS=$(workers 3) pytest_part triton 240 tests/tutorial/test_triton.py \
     tests/tutorial/test_tutorial_appendix.py -k triton -m "not huge"
 }
 # compute-sanitizer, memcheck and racecheck side by side, on the cases that
@@ -206,44 +223,58 @@ lane_sanitizer() {
 # AOTInductor: the C++ runner on the exported models, of the C++ ops and of
 # the Triton ops, on the GPU (make test runs the CPU one).
 lane_aoti() {
-  wants aoti && WORKERS=2 pytest_part aoti 300 "$C/test_aoti.py" -m cuda
+  wants aoti && WORKERS=$(workers 2) pytest_part aoti 300 "$C/test_aoti.py" -m cuda
 }
 # The tutorial walk: every checkpoint built and checked, CUDA cells
 # included, the rows side by side.
 lane_tutorial() {
   if wants tutorial; then
-    MAX_JOBS=4 part tutorial 360 "$PY" -m tools.tutorial.walk --jobs 7
+    MAX_JOBS=4 part tutorial 360 "$PY" -m tools.tutorial.walk --jobs "$(workers 7)"
     cp build/results/tutorial_matrix_gpu.md "$OUT/pages/" 2>/dev/null
   fi
 }
+# -- phase 3: the benchmarks, on a quiet GPU -----------------------------------
+# C++/CUDA against the Triton side path (docs/cpp_or_triton.md), sized for a
+# proof: two contiguous sizes, the layouts at 2^20 and 2^24. The Triton
+# package is imported from its folder, as the tests do. Its sections are
+# written as they finish. Then make bench's GPU page (perf/cuda.md): ours
+# against PyTorch's forms over every layout, whole calls by size, the stable
+# build against the classic one; its stamps name EXTENSION_CPP_COMMIT where
+# the tree has no .git.
+lane_bench() {
+  if wants bench; then
+    PYTHONPATH=tutorial/appendix/triton${PYTHONPATH:+:$PYTHONPATH} part bench 240 \
+      "$PY" -m benchmarks.triton --out "$OUT/pages/cpp_or_triton.md" \
+      --json "$OUT/cpp_or_triton.json" --log2 20,24
+  fi
+  if wants perf; then
+    part perf 240 "$PY" -m benchmarks --device cuda --threads 1 --parts layouts,ratios,stable \
+      --out "$OUT/pages/perf"
+  fi
+}
+# pin CPULIST: this shell and what it starts run on those CPUs alone.
+pin() { taskset -cp "$1" "$BASHPID" >/dev/null; }
+if ((BESIDE)); then
+  {
+    pin "$CHECK_CPUS-$((CPUS - 1))"
+    CUDA_VISIBLE_DEVICES=$((GPUS - 1)) lane_bench 2>&1 | sed -u "s/^/[bench] /"
+  } &
+  pin "0-$((CHECK_CPUS - 1))"
+  export CUDA_VISIBLE_DEVICES=0
+fi
 PHASE2=$(date +%s)
-{ lane_builds 2>&1 | sed -u "s/^/[builds] /"; } &
-{ lane_harness 2>&1 | sed -u "s/^/[harness] /"; } &
-{ lane_third_party 2>&1 | sed -u "s/^/[third-party] /"; } &
-{ lane_triton 2>&1 | sed -u "s/^/[triton] /"; } &
-{ lane_sanitizer 2>&1 | sed -u "s/^/[sanitizer] /"; } &
-{ lane_aoti 2>&1 | sed -u "s/^/[aoti] /"; } &
-{ lane_tutorial 2>&1 | sed -u "s/^/[tutorial] /"; } &
-wait
+lanes=()
+{ lane_builds 2>&1 | sed -u "s/^/[builds] /"; } & lanes+=($!)
+{ lane_harness 2>&1 | sed -u "s/^/[harness] /"; } & lanes+=($!)
+{ lane_third_party 2>&1 | sed -u "s/^/[third-party] /"; } & lanes+=($!)
+{ lane_triton 2>&1 | sed -u "s/^/[triton] /"; } & lanes+=($!)
+{ lane_sanitizer 2>&1 | sed -u "s/^/[sanitizer] /"; } & lanes+=($!)
+{ lane_aoti 2>&1 | sed -u "s/^/[aoti] /"; } & lanes+=($!)
+{ lane_tutorial 2>&1 | sed -u "s/^/[tutorial] /"; } & lanes+=($!)
+wait "${lanes[@]}"
 PHASE2=$(($(date +%s) - PHASE2))
-
-# -- phase 3: the benchmarks, alone --------------------------------------------
-# C++/CUDA against the Triton side path (docs/cpp_or_triton.md), on a quiet
-# GPU, sized for a proof: two contiguous sizes, the layouts at 2^20 and 2^24.
-# The Triton package is imported from its folder, as the tests do. Its
-# sections are written as they finish.
-if wants bench; then
-  PYTHONPATH=tutorial/appendix/triton${PYTHONPATH:+:$PYTHONPATH} part bench 240 \
-    "$PY" -m benchmarks.triton --out "$OUT/pages/cpp_or_triton.md" \
-    --json "$OUT/cpp_or_triton.json" --log2 20,24
-fi
-# Then make bench's GPU page (perf/cuda.md): ours against PyTorch's forms
-# over every layout, whole calls by size, the stable build against the
-# classic one; its stamps name EXTENSION_CPP_COMMIT where the tree has no .git.
-if wants perf; then
-  part perf 240 "$PY" -m benchmarks --device cuda --threads 1 --parts layouts,ratios,stable \
-    --out "$OUT/pages/perf"
-fi
+((BESIDE)) || lane_bench
+wait
 
 # The pages, from the junit XML of each part that ran.
 render() {
@@ -262,7 +293,9 @@ for part in ${ALL//,/ }; do
 done
 shopt -s nullglob
 pages=("$OUT"/pages/*.md "$OUT"/pages/perf/*.md)
-say "total: $(($(date +%s) - START)) s, of which the checks side by side $PHASE2 s; pages written: ${pages[*]#"$OUT"/pages/}"
+beside=""
+((BESIDE)) && beside=" (the benchmarks beside them, on GPU $((GPUS - 1)) and $BENCH_CPUS CPUs)"
+say "total: $(($(date +%s) - START)) s, of which the checks side by side $PHASE2 s$beside; pages written: ${pages[*]#"$OUT"/pages/}"
 cat <<'EOF' | tee -a "$OUT/summary.txt"
 Only a GPU checks (CI, without one, skips them): the CUDA kernels of the
 classic, stable and simple builds (every conformance check on cuda, with
