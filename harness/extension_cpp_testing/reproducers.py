@@ -286,7 +286,7 @@ for i in saved["written"]:  # the arguments the op writes
 
 want_args = copied(args)
 want = call(want_args)
-got = on_a_side_stream(call, args, saved["first"])
+got, args = side_stream_call(call, args, saved["first"], copied)
 torch.testing.assert_close(got, want, equal_nan=True)
 for i in saved["written"]:  # the arguments the op writes
     torch.testing.assert_close(args[i], want_args[i], equal_nan=True)
@@ -502,7 +502,9 @@ def write(spec: OpSpec, case: Case, failure: ConformanceFailure, folder: str) ->
         mode_code=mode_code,
         verdict=verdict,
         export_code=_source([compilers.export_shapes]) if kind == "export" else "",
-        side_stream_code=_source([cuda.on_a_side_stream]) if kind == "side_stream" else "",
+        side_stream_code=(
+            _source([cuda.on_a_side_stream, cuda.side_stream_call]) if kind == "side_stream" else ""
+        ),
         fake_mode_code=_FAKE_MODE_CODE,
         dynamo=dynamo,
     )

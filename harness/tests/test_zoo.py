@@ -630,6 +630,35 @@ def test_harness_catches_a_cuda_stream_bug(op_name):
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_side_stream_check_outlasts_a_slow_host():
+    """The side stream's sleep must still run when a slow host (a busy
+    machine, a Python wrapper) launches the kernel, or a launch on the
+    legacy default stream comes after the fill and passes: the op here waits
+    0.1 s on the host first, longer than the first try's sleep."""
+    child = textwrap.dedent(
+        """
+        import dataclasses, json, time
+        from extension_cpp_testing import run_all
+        from harness_zoo import zoo
+
+        spec = zoo.load()["default_stream_mul"]
+        op = spec.op
+
+        def slow(*args, **kwargs):
+            time.sleep(0.1)
+            return op(*args, **kwargs)
+
+        failures = run_all(dataclasses.replace(spec, op=slow), checks={"side_stream"})
+        print(json.dumps(sorted(failures)))
+        """
+    )
+    proc = run_python(["-c", child])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == ["side_stream"]
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_capture_check_restores_the_sync_debug_mode_under_warnings_as_errors():
     """The cuda_graph check looks for host syncs with torch's sync debug mode,
     whose first use in a process warns that it is a prototype. Under

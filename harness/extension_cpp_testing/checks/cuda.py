@@ -189,21 +189,41 @@ def side_stream_args(spec: OpSpec, case: Case) -> list:
     return spec.sample(layout, case.dtype, "cuda")
 
 
-# A finding's reproducer prints this function's source.
-def on_a_side_stream(call, args: list, first: int):
-    """call(args) on a side stream that first sleeps, then fills args[first]
-    (zeros until then): a kernel launched on any other stream runs during
-    the sleep and reads the zeros."""
+# A finding's reproducer prints these two functions' source.
+def on_a_side_stream(call, args: list, first: int, cycles: int):
+    """call(args) on a side stream that sleeps twice for `cycles` GPU clock
+    cycles, then fills args[first] (zeros until then): a kernel launched on
+    any other stream runs during the sleep and reads the zeros. Returns the
+    result, and whether the first sleep was still running when the call
+    returned: only then had every kernel it launched at least the second
+    sleep's time to run before the fill."""
     filled = args[first].clone()
     args[first] = torch.zeros_like(filled)
     torch.cuda.synchronize()
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
-        torch.cuda._sleep(50_000_000)  # tens of ms of GPU time
+        torch.cuda._sleep(cycles)
+        first_sleep_done = torch.cuda.Event()
+        first_sleep_done.record()
+        torch.cuda._sleep(cycles)
         args[first].copy_(filled)
         got = call(args)
+    in_time = not first_sleep_done.query()
     side.synchronize()
-    return got
+    return got, in_time
+
+
+def side_stream_call(call, args: list, first: int, copy):
+    """on_a_side_stream on a copy of args (copy(args)), again with a sleep
+    four times as long while a busy host was slower than the sleep, from tens
+    of milliseconds of GPU time up to about a second. Returns the result and
+    the arguments of the last try."""
+    for cycles in (25_000_000, 100_000_000, 400_000_000, 1_600_000_000):
+        tried = copy(args)
+        got, in_time = on_a_side_stream(call, tried, first, cycles)
+        if in_time:
+            break
+    return got, tried
 
 
 def check_side_stream(spec: OpSpec, case: Case) -> None:
@@ -218,7 +238,7 @@ def check_side_stream(spec: OpSpec, case: Case) -> None:
     # stream's call must give the same.
     eager_args = copy_args(args)
     want = spec.call(eager_args)
-    got = on_a_side_stream(spec.call, args, first)
+    got, args = side_stream_call(spec.call, args, first, copy_args)
     try:
         assert_effects(spec, got, args, want, eager_args)
     except AssertionError as e:

@@ -306,7 +306,7 @@ def cuda_kernels_run_on_the_legacy_default_stream():
     torch.cuda.synchronize()
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):  # work queued on a side stream, as a pipeline does:
-        torch.cuda._sleep(50_000_000)  # the stream is busy for a while,
+        torch.cuda._sleep(400_000_000)  # the stream is busy for a while (~0.2 s),
         y.copy_(x)  # then writes the input,
         got, _ = ops.quantize_blockwise(y, code, 64)  # then quantizes it
     side.synchronize()

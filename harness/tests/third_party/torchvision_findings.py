@@ -169,7 +169,7 @@ def deform_conv2d_does_not_run_on_the_current_stream():
     torch.cuda.synchronize()
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):  # work queued on a side stream, as a pipeline does:
-        torch.cuda._sleep(50_000_000)  # the stream is busy for a while,
+        torch.cuda._sleep(400_000_000)  # the stream is busy for a while (~0.2 s),
         args[0].copy_(image)  # then writes the image,
         got = deform_conv2d(*args)  # then convolves it
     side.synchronize()
