@@ -18,7 +18,12 @@ from .cases import PACKAGE, requires_two_gpus
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dtensor_worker.py")
 
-pytestmark = pytest.mark.skipif(not torch.distributed.is_available(), reason="no torch.distributed")
+# One xdist worker runs the file (make test's --dist loadgroup), so that
+# each backend's processes start once.
+pytestmark = [
+    pytest.mark.skipif(not torch.distributed.is_available(), reason="no torch.distributed"),
+    pytest.mark.xdist_group("test_dtensor"),
+]
 
 BACKENDS = [
     "gloo",
