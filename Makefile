@@ -14,7 +14,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TEST_CUDA_ARCHS ?= 9.0
 TEST_WORKERS ?= 2
-XDIST := -n $(TEST_WORKERS) --dist loadgroup
+XDIST := -n $(TEST_WORKERS) --dist loadfile
 export PYTHONUNBUFFERED := 1
 # Inductor keeps compiled graphs between runs (by default in
 # /tmp/torchinductor_$USER), keyed on the graph but not on our fake kernels:
@@ -202,12 +202,11 @@ test-deps: setup
 # EXTENSION_CPP_HUGE=1: the tests past 2^31 elements (about 20 s and 4.6 GiB
 # on the CPU) run here; a bare pytest skips them.
 # TEST_WORKERS pytest-xdist workers run the two builds' suites, each test
-# going to whichever worker is free (--dist loadgroup). A file whose tests
-# share a costly fixture (a wheel, a runner's build, nvcc's PTX) is one
-# xdist_group, run whole by one worker; the groups are handed out first,
-# so no worker is left with a slow file at the end. While one worker waits
-# on a compiler or a subprocess, the other runs tests. (The simple kernels'
-# run is no faster that way.)
+# file whole in one worker (--dist loadfile), so that a file's one build or
+# venv is made once, and the harness's isolated worker starts once per
+# file's ops: handed out one test at a time, the third-party files took
+# four times as long. While one worker waits on a compiler or a subprocess,
+# the other runs tests. (The simple kernels' run is no faster that way.)
 # Each run's junit XML goes to build/results/ (docs/results/README.md says how
 # one becomes the conformance page). The first run takes every test but the
 # tutorial's (make tutorial), the copy's (make test-copy) and the docs' (last,

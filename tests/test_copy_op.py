@@ -140,8 +140,8 @@ def test_renamed_copy_builds_and_passes_its_conformance_suite(renamed_copy, buil
         "the copy must build the fast kernels, as this one does"
     )
 
-    # The whole suite on make test's workers (pytest-xdist, as make test spreads it).
-    workers = ["-n", os.environ.get("TEST_WORKERS", "2"), "--dist", "loadgroup"]
+    # The whole suite on make test's workers (pytest-xdist), a file to each.
+    workers = ["-n", os.environ.get("TEST_WORKERS", "2"), "--dist", "loadfile"]
     select = ["tests/conformance", *workers] if FULL else ["-k", SELECT, *SUITE]
     suite = subprocess.run(
         [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", *select],

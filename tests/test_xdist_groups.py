@@ -1,11 +1,11 @@
-"""make test's workers (pytest-xdist, --dist loadgroup) run an xdist_group's
-tests in one worker, and spread the rest.
+"""make tutorial's workers (pytest-xdist, --dist loadgroup) run an
+xdist_group's tests in one worker, and spread the rest.
 
-The files whose tests share a costly fixture (a wheel's build, a runner's)
-rely on it: split over two workers, each builds it, into the same folder.
-Some releases of pytest and pytest-xdist together drop the group without a
-word (requirements/dev.txt pins the pair that keeps it), so this runs a
-small suite the way make test runs its own and reads where each test ran.
+tests/tutorial/test_tutorial.py relies on it: its tests share tutorial/'s
+own checkpoints, which one process builds and checks. Some releases of
+pytest and pytest-xdist together drop the group without a word
+(requirements/dev.txt pins a pair that keeps it), so this runs a small
+suite the way make tutorial runs its own and reads where each test ran.
 """
 
 import json

@@ -21,12 +21,8 @@ from child_process import run_python
 from .cases import classic_only, devices, requires_cuda
 
 # examples/aoti_runner/export_model.py builds its model from the classic
-# package's ops. One xdist worker runs the file (make test's --dist
-# loadgroup), so that the runner is built once.
-pytestmark = [
-    pytest.mark.xdist_group("test_aoti"),
-    classic_only("examples/aoti_runner exports a model of the classic extension_cpp ops"),
-]
+# package's ops.
+pytestmark = classic_only("examples/aoti_runner exports a model of the classic extension_cpp ops")
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(REPO, "examples", "aoti_runner")

@@ -18,12 +18,7 @@ from .cases import PACKAGE, requires_two_gpus
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dtensor_worker.py")
 
-# One xdist worker runs the file (make test's --dist loadgroup), so that
-# each backend's processes start once.
-pytestmark = [
-    pytest.mark.skipif(not torch.distributed.is_available(), reason="no torch.distributed"),
-    pytest.mark.xdist_group("test_dtensor"),
-]
+pytestmark = pytest.mark.skipif(not torch.distributed.is_available(), reason="no torch.distributed")
 
 BACKENDS = [
     "gloo",

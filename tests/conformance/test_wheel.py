@@ -33,10 +33,8 @@ SELECT = "results or strides or bad_input or test_errors or test_correctness"
 OTHER_TORCH = "2.8.0"
 
 # The stable wheel has its own audit and install test: make matrix's stable track.
-# One xdist worker runs the file (make test's --dist loadgroup): the wheel is built once.
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.xdist_group("test_wheel"),
     classic_only("builds the classic wheel; make matrix's stable track tests the stable one"),
 ]
 

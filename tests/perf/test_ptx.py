@@ -24,8 +24,6 @@ import torch
 from torch.utils import cpp_extension
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# One xdist worker runs the file (make test's --dist loadgroup): nvcc runs once.
-pytestmark = pytest.mark.xdist_group("test_ptx")
 
 
 def _nvcc() -> str | None:

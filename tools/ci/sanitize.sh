@@ -78,7 +78,7 @@ LD_PRELOAD=$preload \
   --ignore-glob="$REPO/tests/conformance/test_aoti.py" \
   --ignore-glob="$REPO/tests/conformance/test_dtensor.py" \
   -k "not compile and not dynamic and not export" \
-  -n "${TEST_WORKERS:-2}" --dist loadgroup -q "$@"
+  -n "${TEST_WORKERS:-2}" --dist loadfile -q "$@"
 status=$?
 set -e
 reports=$(find "$OUT/reports" -type f | wc -l)
