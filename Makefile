@@ -29,16 +29,19 @@ export TORCHINDUCTOR_CACHE_DIR ?= $(CURDIR)/build/inductor-$(OPS_HASH)
 # compile subprocesses in each costs more than the pool saves.
 export TORCHINDUCTOR_COMPILE_THREADS ?= 1
 
-.PHONY: setup build build-simple test-deps lint format test test-conformance test-simple test-copy tutorial \
+.PHONY: setup build build-simple test-builds test-deps lint format test test-conformance test-simple test-copy tutorial \
 	wheel matrix bench docs docs-deps test-docs clean fuzz sanitize test-huge compute-sanitizer mutate gpu
 
 setup: $(STAMP)
 
+# uv installs the environment: it downloads and unpacks torch and its CUDA
+# libraries in parallel, where pip does one after another (a minute or more).
+# The venv keeps pip, which the builds below run.
 $(STAMP): requirements/dev.txt requirements/torch.txt requirements/test.txt
 	@echo "==> creating $(VENV) with $(BASE_PYTHON)"
 	test -x $(PY) || $(BASE_PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --progress-bar off -q --upgrade pip
-	$(PY) -m pip install --progress-bar off -r requirements/torch.txt -r requirements/dev.txt
+	$(PY) -m pip install --progress-bar off -q --upgrade pip uv
+	$(VENV)/bin/uv pip install --python $(PY) -r requirements/torch.txt -r requirements/dev.txt
 	touch $@
 
 # make build reinstalls only what changed (make tutorial and make test-copy
@@ -199,6 +202,13 @@ test-deps: setup
 		echo "==> installing fbgemm-gpu-cpu $(FBGEMM) for harness/tests/third_party"; \
 		$(PY) -m pip install --progress-bar off -q --no-deps fbgemm-gpu-cpu==$(FBGEMM); }
 
+# make test's prerequisites: the lint and the docs' browser install, which
+# wait on the network much of the time, beside the builds. The builds run one
+# after another (a make of their own, without the parallel one's flags): each
+# pip install writes into the one venv, or builds in the one source tree.
+test-builds:
+	MAKEFLAGS= $(MAKE) --no-print-directory build build-simple test-deps
+
 # EXTENSION_CPP_HUGE=1: the tests past 2^31 elements (about 20 s and 4.6 GiB
 # on the CPU) run here; a bare pytest skips them.
 # TEST_WORKERS pytest-xdist workers run the two builds' suites, each test
@@ -211,7 +221,8 @@ test-deps: setup
 # one becomes the conformance page). The first run takes every test but the
 # tutorial's (make tutorial), the copy's (make test-copy) and the docs' (last,
 # after the docs build).
-test: lint build build-simple docs-deps test-deps
+test: setup
+	$(MAKE) --no-print-directory -j2 --output-sync=line lint docs-deps test-builds
 	EXTENSION_CPP_HUGE=1 $(PY) -m pytest tests harness/tests benchmarks $(XDIST) \
 		--ignore=tests/tutorial --ignore=tests/test_copy_op.py --ignore=tests/docs \
 		--junitxml=build/results/conformance.xml
@@ -219,7 +230,7 @@ test: lint build build-simple docs-deps test-deps
 		--junitxml=build/results/conformance-stable.xml
 	$(call test_simple,$(SIMPLE_TESTS) -k "not capped and not compile and not dynamic and not export")
 	$(build_docs)
-	$(PY) -m pytest tests/docs
+	$(PY) -m pytest tests/docs -n $(TEST_WORKERS)
 
 # The docs: HTML with warnings as errors and nitpicky references, then the
 # doctest builder runs every example. Both share one doctree cache.
@@ -246,7 +257,7 @@ docs-deps:
 		else echo "==> no chromium, and it can't be installed here (not root, or apt-get failed): tests/docs skips its browser checks. To run them: apt-get install chromium (as root), then make test-docs"; fi; }
 
 test-docs: docs docs-deps
-	$(PY) -m pytest tests/docs
+	$(PY) -m pytest tests/docs -n $(TEST_WORKERS)
 
 # The tutorial's own tests (tests/tutorial: each step adds what it teaches,
 # the READMEs' commands work as written, the side paths build) run here,
