@@ -144,11 +144,13 @@ def main() -> int:
     rows = [(stage, buildcache.TUTORIAL / stage) for stage in matrix.STAGES]
     if not args.no_reference:
         rows.append((matrix.REFERENCE, None))
-    buildcache.other_torch_python()  # made once, before the rows ask for it
     print(f"building and checking {len(rows)} rows, {args.jobs} at a time", flush=True)
     start = time.perf_counter()
     raw, cells_of = {}, {}
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+    # The second torch's venv (pip: mostly download and unpacking) is made
+    # while the first rows build; each row's checks wait for it (its lock).
+    with ThreadPoolExecutor(max_workers=1) as venv, ThreadPoolExecutor(args.jobs) as pool:
+        other_torch = venv.submit(buildcache.other_torch_python)
         running = {pool.submit(walk_row, stage, path): stage for stage, path in rows}
         for done, future in enumerate(as_completed(running), 1):
             stage = running[future]
@@ -159,6 +161,7 @@ def main() -> int:
             print_header(width)
             print_row(stage, cells, width)
             print(flush=True)
+        other_torch.result()  # its failure, if the rows did not already raise it
     report["stages"] = {stage: cells_of[stage] for stage, _ in rows}
     every_cell = [cell for cells in report["stages"].values() for cell in cells.values()]
     failures = sum(cell["as_expected"] is False for cell in every_cell)
