@@ -16,13 +16,12 @@ import os
 import re
 import shutil
 import textwrap
-from concurrent.futures import ThreadPoolExecutor
 from xml.etree import ElementTree
 
 import pytest
 import torch
 from harness_zoo import zoo as zoo_module
-from harness_zoo.processes import run_python
+from harness_zoo.processes import run_python, run_scripts
 
 from extension_cpp_testing import (
     CHECKS,
@@ -909,15 +908,10 @@ def _reproducers_show_each_bug(tmp_path, reproduced: dict) -> None:
             fixed.write_text(text.replace(ZOO_OP.format(name), twin))
             shutil.copy(script.with_suffix(".pt"), fixed.with_suffix(".pt"))
             runs[name, cause] = (script, fixed)
-    # Each script is a python process of its own: a few at a time.
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        done = {
-            (key, kind): pool.submit(run_python, [path])
-            for key, paths in runs.items()
-            for kind, path in zip(("buggy", "twin"), paths)
-        }
-    for (key, kind), future in done.items():
-        proc = future.result()
+    # Each script in a process of its own, as `python SCRIPT` runs it.
+    keys = [(key, kind) for key in runs for kind in ("buggy", "twin")]
+    procs = run_scripts([path for paths in runs.values() for path in paths])
+    for (key, kind), proc in zip(keys, procs):
         want = 1 if kind == "buggy" else 0
         assert proc.returncode == want, (key, kind, proc.stdout[-2000:], proc.stderr[-2000:])
 
