@@ -230,7 +230,7 @@ test: setup
 		--junitxml=build/results/conformance-stable.xml
 	$(call test_simple,$(SIMPLE_TESTS) -k "not capped and not compile and not dynamic and not export")
 	$(build_docs)
-	$(PY) -m pytest tests/docs -n $(TEST_WORKERS)
+	$(PY) -m pytest tests/docs
 
 # The docs: HTML with warnings as errors and nitpicky references, then the
 # doctest builder runs every example. Both share one doctree cache.
@@ -257,7 +257,7 @@ docs-deps:
 		else echo "==> no chromium, and it can't be installed here (not root, or apt-get failed): tests/docs skips its browser checks. To run them: apt-get install chromium (as root), then make test-docs"; fi; }
 
 test-docs: docs docs-deps
-	$(PY) -m pytest tests/docs -n $(TEST_WORKERS)
+	$(PY) -m pytest tests/docs
 
 # The tutorial's own tests (tests/tutorial: each step adds what it teaches,
 # the READMEs' commands work as written, the side paths build) run here,
