@@ -36,12 +36,16 @@ setup: $(STAMP)
 
 # uv installs the environment: it downloads and unpacks torch and its CUDA
 # libraries in parallel, where pip does one after another (a minute or more).
-# The venv keeps pip, which the builds below run.
+# It compiles their bytecode as pip does (--compile-bytecode): where
+# PYTHONDONTWRITEBYTECODE is set, every Python process would otherwise compile
+# torch's modules afresh, doubling each import's time. The venv keeps pip,
+# which the builds below run.
 $(STAMP): requirements/dev.txt requirements/torch.txt requirements/test.txt
 	@echo "==> creating $(VENV) with $(BASE_PYTHON)"
 	test -x $(PY) || $(BASE_PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --progress-bar off -q --upgrade pip uv
-	$(VENV)/bin/uv pip install --python $(PY) -r requirements/torch.txt -r requirements/dev.txt
+	$(VENV)/bin/uv pip install --compile-bytecode --python $(PY) \
+		-r requirements/torch.txt -r requirements/dev.txt
 	touch $@
 
 # make build reinstalls only what changed (make tutorial and make test-copy
