@@ -4,9 +4,11 @@ The conformance layouts in cases.py are small. The fast kernels pick a loop
 by layout and size: on CUDA (csrc/fast/cuda/elementwise.cuh) the vectorised
 contiguous kernel, the row kernels (dense_rows_kernel, a kernel per pair of
 row kinds and one that tells them apart at run time, one or two rows per
-block; rows_kernel's coalesced scalar loop), the tiled kernel (one input
-staged or both; 2-byte types in 32 x 64 tiles read back with ldmatrix),
-the 32-bit strided kernel and, past 2^31, the plain kernel; on the CPU
+block; rows_kernel's coalesced scalar loop), the narrow kernel (an input
+transposed against an output 4 to 16 bytes deep), the tiled kernel (one
+input staged or both; 2-byte types in 32 x 64 tiles read back with
+ldmatrix), the 32-bit strided kernel, unaligned_kernel (a misaligned run of
+a 4-byte type) and, past 2^31, the plain kernel; on the CPU
 (csrc/fast/cpu/elementwise.h) the dense run loop, the strided loop, the
 buffered tiles and the register transposes. The simple build runs the plain
 loops on every case.
@@ -32,6 +34,7 @@ from .cases import (
     devices,
     dtype_id,
     pkg,
+    requires_cuda,
     testing,
 )
 
@@ -83,11 +86,12 @@ PATHS = {
         _randn(67, 3009, **kw)[:, 1:],
     ),
     # Row kernels: inner stride 2, rows off alignment (the scalar loop); and a
-    # misaligned 1-D run (one row, shifted vectors, a tail of one).
+    # misaligned 1-D run (2- and 8-byte types: one row, shifted vectors, a
+    # tail of one; 4-byte types: unaligned_kernel, a partial block).
     "rows-step-sliced": lambda **kw: (_randn(41, 6002, **kw)[:, ::2], _randn(41, 3001, **kw)),
     "rows-offset-1d": lambda **kw: (_randn(200002, **kw)[1:], _randn(200002, **kw)[1:]),
     # 2-byte row kernel (dense_rows_kernel), a kernel per pair of row kinds:
-    # stride-2 rows read as pairs of 16-byte vectors, a [::2] slice (starting
+    # stride-2 rows read as pairs of 8-byte vectors, a [::2] slice (starting
     # on a 16-byte boundary) beside a [1::2] one (one element past it), rows
     # of 3002 (a tail of 2); and a [1::2] slice beside a broadcast row, which
     # the kernel telling kinds apart at run time takes. float32 and float64
@@ -237,6 +241,31 @@ PATHS = {
         _randn(72, 1000, **kw),
         _randn(1000 * 72 + 4, **kw)[4:].view(1000, 72).t(),
     ),
+    # CUDA narrow kernel: the output's dimension 0 of 2, 4 or 8 elements
+    # (4 to 16 bytes), b transposed; 2-byte types take 4, 2 and 1 indices of
+    # dimension 1 a thread, 4-byte ones 2 and 1 (8 elements: the tiles, as
+    # for 8-byte types). The tiled-*-narrow cases above take it too, for
+    # 2- and 4-byte types.
+    "narrow-twos": lambda **kw: (
+        _randn(1000, 251, 2, **kw).permute(2, 0, 1),
+        _randn(2, 1000, 251, **kw),
+    ),
+    # Under a batch dimension that does not merge.
+    "narrow-batched": lambda **kw: (
+        _randn(3, 100, 250, 4, **kw).permute(0, 3, 1, 2),
+        _randn(3, 4, 100, 250, **kw),
+    ),
+    # Dimension 1 odd (250,749): 2-byte types, two indices a thread, fall
+    # back to the tiles; and b one element off alignment: 2-byte types fall
+    # back, float32 (one index a thread) does not.
+    "narrow-odd-to-tiles": lambda **kw: (
+        _randn(999, 251, 4, **kw).permute(2, 0, 1),
+        _randn(4, 999, 251, **kw),
+    ),
+    "narrow-misaligned-to-tiles": lambda **kw: (
+        _randn(1000, 250, 4, **kw).permute(2, 0, 1),
+        _randn(4 * 1000 * 250 + 1, **kw)[1:].view(4, 1000, 250),
+    ),
 }
 
 # myadd_out writes into a contiguous output whatever the inputs: with both
@@ -256,6 +285,24 @@ OUT_PATHS = {
         _randn(1004, 68, **kw).t(),
     ),
     "rows-into-sliced-out": lambda **kw: (_randn(67, 3001, **kw), _randn(67, 3001, **kw)),
+}
+
+
+# myadd_out into a permuted output: (a, b, out), out NaN-filled. With out
+# laid out as b, a is the input transposed against it (every case above
+# transposes b); and an output whose rows of 8 sit 16 apart, which the narrow
+# kernel does not take, takes 16-byte tiles 8 elements deep.
+OUT_LAYOUT_PATHS = {
+    "narrow-first-transposed": lambda **kw: (
+        _randn(4, 1000, 250, **kw),
+        _randn(1000, 250, 4, **kw).permute(2, 0, 1),
+        torch.full((1000, 250, 4), float("nan"), **kw).permute(2, 0, 1),
+    ),
+    "tiled-eights-narrow-spaced-out": lambda **kw: (
+        _randn(1000, 248, 8, **kw).permute(2, 0, 1),
+        _randn(8, 1000, 248, **kw),
+        torch.full((1000, 248, 16), float("nan"), **kw)[:, :, :8].permute(2, 0, 1),
+    ),
 }
 
 
@@ -291,6 +338,51 @@ def test_myadd_out_on_each_path(device, dtype, path):
         out = torch.full(a.shape, float("nan"), dtype=dtype, device=device)
     pkg.myadd_out(a, b, out)
     assert_matches_reference(OPS["myadd_out"], out, a, b)
+
+
+@pytest.mark.parametrize("path", OUT_LAYOUT_PATHS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("device", devices())
+def test_myadd_out_into_a_permuted_output(device, dtype, path):
+    a, b, out = OUT_LAYOUT_PATHS[path](dtype=dtype, device=device)
+    pkg.myadd_out(a, b, out)
+    assert_matches_reference(OPS["myadd_out"], out, a, b)
+
+
+# (case, dtype, the CUDA kernel the fast build launches for mymul): where
+# a dispatch rule sends a layout. A rule that stops firing still computes
+# the right values on another path, which only this sees.
+KERNEL_TAKEN = [
+    ("narrow-twos", torch.bfloat16, "narrow_kernel"),
+    ("narrow-batched", torch.float16, "narrow_kernel"),
+    ("narrow-batched", torch.float32, "narrow_kernel"),
+    ("tiled-eights-narrow", torch.bfloat16, "narrow_kernel"),
+    ("tiled-eights-narrow", torch.float32, "tiled_kernel"),
+    ("narrow-odd-to-tiles", torch.bfloat16, "tiled_kernel"),
+    ("narrow-odd-to-tiles", torch.float32, "narrow_kernel"),
+    ("narrow-misaligned-to-tiles", torch.float16, "tiled_kernel"),
+    ("narrow-misaligned-to-tiles", torch.float32, "narrow_kernel"),
+    ("rows-offset-1d", torch.float32, "unaligned_kernel"),
+    ("rows-offset-1d", torch.bfloat16, "dense_rows_kernel"),
+    ("rows-step-pairs", torch.bfloat16, "dense_rows_kernel"),
+]
+
+
+@requires_cuda
+@pytest.mark.cuda
+@pytest.mark.parametrize(("path", "dtype", "kernel"), KERNEL_TAKEN)
+def test_cuda_layout_takes_its_kernel(path, dtype, kernel):
+    if pkg._C.KERNELS != "fast":
+        pytest.skip("the simple build launches its one kernel everywhere")
+    a, b = PATHS[path](dtype=dtype, device="cuda")
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        pkg.mymul(a, b)
+        torch.cuda.synchronize()
+    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    ours = [n for n in names if "extension_cpp" in n]
+    assert len(ours) == 1, names
+    assert f"::{kernel}<" in ours[0], names
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)

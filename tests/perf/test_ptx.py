@@ -8,7 +8,8 @@ bfloat16, at a large cost in speed and with every correctness test green
 csrc/cuda/ops_cuda.cu with the fast kernels (csrc/fast/cuda/) to PTX for
 sm_90 with the CUDA toolkit that builds the extension, and checks that each
 vectorised contiguous kernel moves whole 16-byte vectors: one load per input
-and one store, besides the scalar tail. Skips where there is no nvcc or
+and one store, besides the scalar tail; and that each narrow kernel stores
+a thread's 16 bytes of output at once. Skips where there is no nvcc or
 torch is a CPU-only build.
 """
 
@@ -54,14 +55,19 @@ def ptx(tmp_path_factory) -> str:
     return out.read_text()
 
 
-def _contiguous_kernels(ptx: str) -> dict[str, tuple[int, str]]:
-    """Mangled name -> (elements per vector, body) of each contiguous_kernel entry."""
-    kernels = {}
+def _entries(ptx: str) -> dict[str, str]:
+    """Mangled name -> body of each kernel entry."""
     # ".entry name(" for a kernel with internal linkage, ".visible .entry
     # name(" for one with external linkage (the kernels in
     # csrc/fast/cuda/vectorized.cuh, which both builds include).
-    for entry in re.split(r"\n(?:\.visible\s+)?\.entry ", ptx)[1:]:
-        name = entry.split("(", 1)[0]
+    entries = re.split(r"\n(?:\.visible\s+)?\.entry ", ptx)[1:]
+    return {entry.split("(", 1)[0]: entry for entry in entries}
+
+
+def _contiguous_kernels(ptx: str) -> dict[str, tuple[int, str]]:
+    """Mangled name -> (elements per vector, body) of each contiguous_kernel entry."""
+    kernels = {}
+    for name, entry in _entries(ptx).items():
         match = re.search(r"contiguous_kernelI.*?Li(\d+)E", name)
         if match:
             kernels[name] = (int(match.group(1)), entry)
@@ -86,3 +92,15 @@ def test_vectorised_kernels_move_whole_16_byte_vectors(ptx):
             continue
         assert _vector_accesses(body, "ld") == [16, 16], name  # one vector of a, one of b
         assert _vector_accesses(body, "st") == [16], name  # one vector of out
+
+
+def test_narrow_kernels_move_16_bytes_of_output_at_once(ptx):
+    """narrow_kernel (Note [CUDA narrow transposes]) stores each thread's 16
+    bytes of output in one instruction and reads the input laid out as the
+    output in one more; split into pieces, it would lose what it is for."""
+    kernels = {n: body for n, body in _entries(ptx).items() if "narrow_kernel" in n}
+    # 3 functors x (float16, bfloat16: 3 depths; float32: 2) x which input is transposed.
+    assert len(kernels) == 3 * (3 + 3 + 2) * 2, sorted(kernels)
+    for name, body in kernels.items():
+        assert _vector_accesses(body, "st") == [16], name
+        assert _vector_accesses(body, "ld").count(16) == 1, name

@@ -7,7 +7,11 @@
 // channels_last, any permutation) are one dense run. Each path is its own
 // unit:
 //   * one aligned dense run: 16-byte vectors, vectorized.cuh;
+//   * an input transposed against an output whose dimension 0 is 4 to 16
+//     bytes: a thread's 16 bytes of output, narrow.cuh;
 //   * an input transposed against the output: shared-memory tiles, tiles.cuh;
+//   * one misaligned dense run of a 4-byte type: a few elements a thread,
+//     strided32.cuh;
 //   * rows of at least half a block's chunk (slices, broadcasts, a
 //     misaligned start): rows.cuh;
 //   * shorter rows: 32-bit index math, strided32.cuh.
@@ -22,6 +26,7 @@
 #include "../../elementwise.h"
 #include "../../runtime.cuh"
 #include "../layout.h"
+#include "narrow.cuh"
 #include "rows.cuh"
 #include "strided32.cuh"
 #include "tiles.cuh"
@@ -45,8 +50,12 @@ bool elementwise(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bina
     contiguous_kernel<scalar_t, kVec>
         <<<blocks_for(n / kVec, kMaxGridBlocks), kThreads, 0, stream>>>(out, a, b, n, op);
   } else if (use_tiles(layout) && layout.ndim <= kFewDims) {
-    launch_tiled(out, a, b, layout, op, stream);
-  } else if (fits_32_bits(layout)) {  // a misaligned dense run comes here too
+    if (!narrow(out, a, b, layout, op, stream)) {
+      launch_tiled(out, a, b, layout, op, stream);
+    }
+  } else if (sizeof(scalar_t) == 4 && layout.contiguous() && fits_32_bits(layout)) {
+    launch_unaligned(out, a, b, n, op, stream);
+  } else if (fits_32_bits(layout)) {  // other misaligned dense runs come here too
     // Rows of half a chunk and more take the row path; with shorter ones
     // most threads of a block would idle.
     if (layout.ndim >= 1 && layout.ndim <= kFewDims && layout.sizes[0] >= kThreads * kVec / 2) {

@@ -287,6 +287,14 @@ Run run_of(const scalar_t* p, const BinaryLayout& l, int t) {
   }
 }
 
+// Whether dense_rows_kernel takes two stride-2 rows of a 2-byte type, which
+// it reads half a vector a thread: twice the threads, each with a pair of
+// 8-byte loads per input instead of 16-byte ones (Note [CUDA rows]).
+template <typename scalar_t>
+bool step2_pair(Run ka, Run kb, bool out_aligned) {
+  return sizeof(scalar_t) == 2 && out_aligned && ka == Run::kStep2 && kb == Run::kStep2;
+}
+
 // The pairs of row kinds with a kernel of their own, for an output whose
 // rows all start on a 16-byte boundary: a broadcast row (aligned rows), a
 // broadcast column of either input, a row slice or misaligned run of either
@@ -316,8 +324,9 @@ void launch_dense_rows(scalar_t* out, const scalar_t* a, const scalar_t* b, Run 
   } else if (is(R::kUnaligned, R::kUnaligned)) {
     launch(Kinds<R::kUnaligned, R::kUnaligned>{});
   } else if constexpr (sizeof(scalar_t) == 2) {
-    if (is(R::kStep2, R::kStep2)) {
-      launch(Kinds<R::kStep2, R::kStep2>{});
+    if (is(R::kStep2, R::kStep2)) {  // half a vector a thread (step2_pair)
+      dense_rows_kernel<scalar_t, kVec / 2, R::kStep2, R::kStep2>
+          <<<blocks, kThreads, 0, stream>>>(out, a, b, rows, op);
     } else {
       launch(Kinds<R::kAny, R::kAny>{});
     }
@@ -343,18 +352,19 @@ void launch_rows(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bina
     return run != Run::kAny && (run != Run::kStep2 || sizeof(scalar_t) == 2);
   };
   if (rows.inner[0] == 1 && dense(ka) && dense(kb)) {
+    const bool out_aligned = run_of(out, l, 0) == Run::kAligned;
+    const int vec = step2_pair<scalar_t>(ka, kb, out_aligned) ? kVec / 2 : kVec;
     // Rows of half a chunk or less share a block, so that no thread idles,
     // where the rows per block divide dimension 1.
     while (l.ndim >= 2 && (kThreads >> (rows.log2_rows + 1)) >= 32 &&
-           rows.n0 <= static_cast<uint32_t>(kThreads * kVec) >> (rows.log2_rows + 1) &&
+           rows.n0 <= static_cast<uint32_t>(kThreads * vec) >> (rows.log2_rows + 1) &&
            l.sizes[1] % (int64_t{2} << rows.log2_rows) == 0) {
       ++rows.log2_rows;
     }
-    const uint32_t chunk = (kThreads >> rows.log2_rows) * kVec;
+    const uint32_t chunk = (kThreads >> rows.log2_rows) * vec;
     const uint32_t chunks = (rows.n0 + chunk - 1) / chunk;
     rows.chunks = FastDivisor(chunks);
     const int64_t blocks = ((l.numel / rows.n0) >> rows.log2_rows) * chunks;
-    const bool out_aligned = run_of(out, l, 0) == Run::kAligned;
     launch_dense_rows<scalar_t, kVec>(out, a, b, ka, kb, out_aligned, rows, blocks, op, stream);
     return;
   }

@@ -142,4 +142,43 @@ __global__ void strided32_kernel(scalar_t* out, const scalar_t* a, const scalar_
   }
 }
 
+// One dense run whose operands do not all start on a 16-byte boundary (a
+// [1:] slice, say), of a 4-byte type: strided32_kernel's loop without its
+// index math. For these types it leads the row path's shifted 16-byte loads,
+// which read each input twice over (Note [CUDA rows]); 2-byte types keep
+// those, as 4 elements a thread are too few for them.
+template <typename scalar_t, typename Op>
+__global__ void unaligned_kernel(scalar_t* out, const scalar_t* a, const scalar_t* b, uint32_t n,
+                                 Op op) {
+  using T = opmath_t<scalar_t>;
+  const uint32_t first = blockIdx.x * (kThreads * kWork) + threadIdx.x;
+  T x[kWork], y[kWork];
+#pragma unroll
+  for (int k = 0; k < kWork; ++k) {
+    const uint32_t i = first + k * kThreads;
+    if (i < n) {
+      x[k] = static_cast<T>(a[i]);
+      y[k] = static_cast<T>(b[i]);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kWork; ++k) {
+    const uint32_t i = first + k * kThreads;
+    if (i < n) {
+      out[i] = static_cast<scalar_t>(op(x[k], y[k]));
+    }
+  }
+}
+
+// Launches unaligned_kernel over a dense run of n < 2^31 elements; 4-byte
+// types only (the launch compiles to nothing for others).
+template <typename scalar_t, typename Op>
+void launch_unaligned(scalar_t* out, const scalar_t* a, const scalar_t* b, int64_t n, Op op,
+                      cudaStream_t stream) {
+  if constexpr (sizeof(scalar_t) == 4) {
+    const int64_t blocks = (n + kThreads * kWork - 1) / (kThreads * kWork);
+    unaligned_kernel<<<blocks, kThreads, 0, stream>>>(out, a, b, static_cast<uint32_t>(n), op);
+  }
+}
+
 }  // namespace extension_cpp::fast::cuda
