@@ -376,7 +376,10 @@ def test_cuda_layout_takes_its_kernel(path, dtype, kernel):
         pytest.skip("the simple build launches its one kernel everywhere")
     a, b = PATHS[path](dtype=dtype, device="cuda")
     torch.cuda.synchronize()
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+    # acc_events: the profiler's events of its one cycle, without its
+    # warning (torch >= 2.11) that a cycle clears them.
+    cuda_only = [torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=cuda_only, acc_events=True) as prof:
         pkg.mymul(a, b)
         torch.cuda.synchronize()
     names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
