@@ -5,9 +5,9 @@ by layout and size: on CUDA (csrc/fast/cuda/elementwise.cuh) the vectorised
 contiguous kernel, the row kernels (dense_rows_kernel, a kernel per pair of
 row kinds and one that tells them apart at run time, one or two rows per
 block; rows_kernel's coalesced scalar loop), the narrow kernel (an input
-transposed against an output 4 to 16 bytes deep), the tiled kernel (one
-input staged or both; 2-byte types in 32 x 64 tiles read back with
-ldmatrix), the 32-bit strided kernel, unaligned_kernel (a misaligned run of
+transposed against an output 4 to 16 bytes deep), the 2-byte types' 32 x
+64 tiles in 32-bit offsets (tiles32_kernel), the general tiled kernel (one
+input staged or both), the 32-bit strided kernel, unaligned_kernel (a misaligned run of
 a 4-byte type) and, past 2^31, the plain kernel; on the CPU
 (csrc/fast/cpu/elementwise.h) the dense run loop, the strided loop, the
 buffered tiles and the register transposes. The simple build runs the plain
@@ -241,6 +241,22 @@ PATHS = {
         _randn(72, 1000, **kw),
         _randn(1000 * 72 + 4, **kw)[4:].view(1000, 72).t(),
     ),
+    # 2-byte types' 32 x 64 tiles in 32-bit offsets (tiles32_kernel; the
+    # tiled-eights cases above take it too): a, not b, transposed; two batch
+    # dimensions that do not merge (the grid's y index); and a dimension 1
+    # of 32, which the general kernel's 64 x 32 tiles take.
+    "tiles32-first-transposed": lambda **kw: (
+        _randn(1000, 72, **kw).t(),
+        _randn(72, 1000, **kw),
+    ),
+    "tiles32-batched": lambda **kw: (
+        _randn(2, 3, 40, 104, **kw),
+        _randn(2, 4, 104, 40, **kw)[:, :3].transpose(2, 3),
+    ),
+    "tiled-eights-short": lambda **kw: (
+        _randn(32, 1000, **kw),
+        _randn(1000, 32, **kw).t(),
+    ),
     # CUDA narrow kernel: the output's dimension 0 of 2, 4 or 8 elements
     # (4 to 16 bytes), b transposed; 2-byte types take 4, 2 and 1 indices of
     # dimension 1 a thread, 4-byte ones 2 and 1 (8 elements: the tiles, as
@@ -349,23 +365,47 @@ def test_myadd_out_into_a_permuted_output(device, dtype, path):
     assert_matches_reference(OPS["myadd_out"], out, a, b)
 
 
-# (case, dtype, the CUDA kernel the fast build launches for mymul): where
-# a dispatch rule sends a layout. A rule that stops firing still computes
-# the right values on another path, which only this sees.
+# (case, dtype, the start of the CUDA kernel's name, template arguments
+# included, that the fast build launches for mymul): where a dispatch rule
+# sends a layout. A rule that stops firing still computes the right values
+# on another path, which only this sees.
 KERNEL_TAKEN = [
-    ("narrow-twos", torch.bfloat16, "narrow_kernel"),
-    ("narrow-batched", torch.float16, "narrow_kernel"),
-    ("narrow-batched", torch.float32, "narrow_kernel"),
-    ("tiled-eights-narrow", torch.bfloat16, "narrow_kernel"),
-    ("tiled-eights-narrow", torch.float32, "tiled_kernel"),
-    ("narrow-odd-to-tiles", torch.bfloat16, "tiled_kernel"),
-    ("narrow-odd-to-tiles", torch.float32, "narrow_kernel"),
-    ("narrow-misaligned-to-tiles", torch.float16, "tiled_kernel"),
-    ("narrow-misaligned-to-tiles", torch.float32, "narrow_kernel"),
-    ("rows-offset-1d", torch.float32, "unaligned_kernel"),
-    ("rows-offset-1d", torch.bfloat16, "dense_rows_kernel"),
-    ("rows-step-pairs", torch.bfloat16, "dense_rows_kernel"),
+    ("narrow-twos", torch.bfloat16, "narrow_kernel<"),
+    ("narrow-batched", torch.float16, "narrow_kernel<"),
+    ("narrow-batched", torch.float32, "narrow_kernel<"),
+    ("tiled-eights-narrow", torch.bfloat16, "narrow_kernel<"),
+    ("tiled-eights-narrow", torch.float32, "tiled_kernel<"),
+    ("narrow-odd-to-tiles", torch.bfloat16, "tiled_kernel<"),
+    ("narrow-odd-to-tiles", torch.float32, "narrow_kernel<"),
+    ("narrow-misaligned-to-tiles", torch.float16, "tiled_kernel<"),
+    ("narrow-misaligned-to-tiles", torch.float32, "narrow_kernel<"),
+    ("tiled-eights-one-transposed", torch.bfloat16, "tiles32_kernel<"),
+    ("tiled-eights-one-transposed", torch.float32, "tiled_kernel<"),
+    ("tiles32-first-transposed", torch.float16, "tiles32_kernel<"),
+    ("tiles32-batched", torch.bfloat16, "tiles32_kernel<"),
+    ("tiled-eights-short", torch.bfloat16, "tiled_kernel<"),
+    ("rows-offset-1d", torch.float32, "unaligned_kernel<"),
+    ("rows-offset-1d", torch.bfloat16, "dense_rows_kernel<"),
+    ("rows-step-pairs", torch.bfloat16, "dense_rows_kernel<"),
+    ("rows-step-pairs", torch.float32, "rows_kernel<float, 2,"),
+    ("rows-step-sliced", torch.float32, "rows_kernel<float, 4,"),
 ]
+
+
+def _our_kernel(a, b) -> str:
+    """The name of the one CUDA kernel of ours that mymul(a, b) launches."""
+    torch.cuda.synchronize()
+    # acc_events: the profiler's events of its one cycle, without its
+    # warning (torch >= 2.11) that a cycle clears them.
+    cuda_only = [torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=cuda_only, acc_events=True) as prof:
+        out = pkg.mymul(a, b)
+        torch.cuda.synchronize()
+    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    ours = [n for n in names if "extension_cpp" in n]
+    assert len(ours) == 1, names
+    assert_matches_reference(OPS["mymul"], out, a, b)
+    return ours[0]
 
 
 @requires_cuda
@@ -375,17 +415,20 @@ def test_cuda_layout_takes_its_kernel(path, dtype, kernel):
     if pkg._C.KERNELS != "fast":
         pytest.skip("the simple build launches its one kernel everywhere")
     a, b = PATHS[path](dtype=dtype, device="cuda")
-    torch.cuda.synchronize()
-    # acc_events: the profiler's events of its one cycle, without its
-    # warning (torch >= 2.11) that a cycle clears them.
-    cuda_only = [torch.profiler.ProfilerActivity.CUDA]
-    with torch.profiler.profile(activities=cuda_only, acc_events=True) as prof:
-        pkg.mymul(a, b)
-        torch.cuda.synchronize()
-    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-    ours = [n for n in names if "extension_cpp" in n]
-    assert len(ours) == 1, names
-    assert f"::{kernel}<" in ours[0], names
+    assert f"::{kernel}" in _our_kernel(a, b)
+
+
+@requires_cuda
+@pytest.mark.cuda
+def test_cuda_tiles_past_a_grids_y_extent():
+    """65,536 matrices: tiles32_kernel puts them on a grid's y index, which
+    stops at 65,535, so the general kernel's 32 x 64 tiles (read back with
+    ldmatrix, which no smaller case reaches) take them."""
+    if pkg._C.KERNELS != "fast":
+        pytest.skip("the simple build launches its one kernel everywhere")
+    a = _randn(65536, 40, 24, dtype=torch.bfloat16, device="cuda")
+    b = _randn(65536, 24, 40, dtype=torch.bfloat16, device="cuda").transpose(1, 2)
+    assert "::tiled_kernel<" in _our_kernel(a, b)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)

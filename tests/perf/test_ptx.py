@@ -8,8 +8,9 @@ bfloat16, at a large cost in speed and with every correctness test green
 csrc/cuda/ops_cuda.cu with the fast kernels (csrc/fast/cuda/) to PTX for
 sm_90 with the CUDA toolkit that builds the extension, and checks that each
 vectorised contiguous kernel moves whole 16-byte vectors: one load per input
-and one store, besides the scalar tail; and that each narrow kernel stores
-a thread's 16 bytes of output at once. Skips where there is no nvcc or
+and one store, besides the scalar tail; that each narrow kernel stores a
+thread's 16 bytes of output at once; and that the 2-byte tiles in 32-bit
+offsets move 16 bytes an access. Skips where there is no nvcc or
 torch is a CPU-only build.
 """
 
@@ -104,3 +105,16 @@ def test_narrow_kernels_move_16_bytes_of_output_at_once(ptx):
     for name, body in kernels.items():
         assert _vector_accesses(body, "st") == [16], name
         assert _vector_accesses(body, "ld").count(16) == 1, name
+
+
+def test_tiles32_kernels_move_16_bytes_and_read_columns_with_ldmatrix(ptx):
+    """tiles32_kernel (Note [CUDA tiles]) moves each operand 16 bytes at a
+    time and reads a staged input's columns back with one ldmatrix; element
+    by element, either would cost it the speed it exists for."""
+    kernels = {n: body for n, body in _entries(ptx).items() if "tiles32_kernel" in n}
+    # 3 functors x (float16, bfloat16) x (a, b or both staged).
+    assert len(kernels) == 3 * 2 * 3, sorted(kernels)
+    for name, body in kernels.items():
+        assert _vector_accesses(body, "ld") == [16, 16], name  # one vector of a, one of b
+        assert _vector_accesses(body, "st") == [16], name
+        assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in body, name

@@ -9,7 +9,10 @@
 //   * one aligned dense run: 16-byte vectors, vectorized.cuh;
 //   * an input transposed against an output whose dimension 0 is 4 to 16
 //     bytes: a thread's 16 bytes of output, narrow.cuh;
-//   * an input transposed against the output: shared-memory tiles, tiles.cuh;
+//   * an input of a 2-byte type transposed against the output, offsets in
+//     32 bits: 32 x 64 shared-memory tiles, tiles32.cuh;
+//   * other inputs transposed against the output: shared-memory tiles,
+//     tiles.cuh;
 //   * one misaligned dense run of a 4-byte type: a few elements a thread,
 //     strided32.cuh;
 //   * rows of at least half a block's chunk (slices, broadcasts, a
@@ -30,6 +33,7 @@
 #include "rows.cuh"
 #include "strided32.cuh"
 #include "tiles.cuh"
+#include "tiles32.cuh"
 #include "vectorized.cuh"
 
 namespace extension_cpp::fast::cuda {
@@ -50,7 +54,7 @@ bool elementwise(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bina
     contiguous_kernel<scalar_t, kVec>
         <<<blocks_for(n / kVec, kMaxGridBlocks), kThreads, 0, stream>>>(out, a, b, n, op);
   } else if (use_tiles(layout) && layout.ndim <= kFewDims) {
-    if (!narrow(out, a, b, layout, op, stream)) {
+    if (!narrow(out, a, b, layout, op, stream) && !tiles32(out, a, b, layout, op, stream)) {
       launch_tiled(out, a, b, layout, op, stream);
     }
   } else if (sizeof(scalar_t) == 4 && layout.contiguous() && fits_32_bits(layout)) {

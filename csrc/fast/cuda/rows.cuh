@@ -287,23 +287,16 @@ Run run_of(const scalar_t* p, const BinaryLayout& l, int t) {
   }
 }
 
-// Whether dense_rows_kernel takes two stride-2 rows of a 2-byte type, which
-// it reads half a vector a thread: twice the threads, each with a pair of
-// 8-byte loads per input instead of 16-byte ones (Note [CUDA rows]).
-template <typename scalar_t>
-bool step2_pair(Run ka, Run kb, bool out_aligned) {
-  return sizeof(scalar_t) == 2 && out_aligned && ka == Run::kStep2 && kb == Run::kStep2;
-}
-
 // The pairs of row kinds with a kernel of their own, for an output whose
 // rows all start on a 16-byte boundary: a broadcast row (aligned rows), a
 // broadcast column of either input, a row slice or misaligned run of either
-// or both, and two stride-2 slices. The rest take the kernel that tells the
+// or both, and, with `half_vectors` (launch_rows), two stride-2 slices of a
+// 2-byte type, half a vector a thread. The rest take the kernel that tells the
 // kinds apart at run time.
 template <typename scalar_t, int kVec, typename Op>
 void launch_dense_rows(scalar_t* out, const scalar_t* a, const scalar_t* b, Run ka, Run kb,
-                       bool out_aligned, const Rows32& rows, int64_t blocks, Op op,
-                       cudaStream_t stream) {
+                       bool out_aligned, bool half_vectors, const Rows32& rows, int64_t blocks,
+                       Op op, cudaStream_t stream) {
   auto launch = [&](auto kinds) {
     dense_rows_kernel<scalar_t, kVec, decltype(kinds)::a, decltype(kinds)::b>
         <<<blocks, kThreads, 0, stream>>>(out, a, b, rows, op);
@@ -315,6 +308,13 @@ void launch_dense_rows(scalar_t* out, const scalar_t* a, const scalar_t* b, Run 
     ka = kb = R::kUnaligned;
   }
   auto is = [&](Run x, Run y) { return out_aligned && ka == x && kb == y; };
+  if constexpr (sizeof(scalar_t) == 2) {
+    if (half_vectors) {
+      dense_rows_kernel<scalar_t, kVec / 2, R::kStep2, R::kStep2>
+          <<<blocks, kThreads, 0, stream>>>(out, a, b, rows, op);
+      return;
+    }
+  }
   if (is(R::kAligned, R::kAligned)) {
     launch(Kinds<R::kAligned, R::kAligned>{});
   } else if (is(R::kAligned, R::kRepeat)) {
@@ -323,13 +323,6 @@ void launch_dense_rows(scalar_t* out, const scalar_t* a, const scalar_t* b, Run 
     launch(Kinds<R::kRepeat, R::kAligned>{});
   } else if (is(R::kUnaligned, R::kUnaligned)) {
     launch(Kinds<R::kUnaligned, R::kUnaligned>{});
-  } else if constexpr (sizeof(scalar_t) == 2) {
-    if (is(R::kStep2, R::kStep2)) {  // half a vector a thread (step2_pair)
-      dense_rows_kernel<scalar_t, kVec / 2, R::kStep2, R::kStep2>
-          <<<blocks, kThreads, 0, stream>>>(out, a, b, rows, op);
-    } else {
-      launch(Kinds<R::kAny, R::kAny>{});
-    }
   } else {
     launch(Kinds<R::kAny, R::kAny>{});
   }
@@ -346,14 +339,20 @@ void launch_rows(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bina
   rows.outer = to_32_bits<kFewDims - 1>(l, 1);
   rows.log2_rows = 0;
   const Run ka = run_of(a, l, 1), kb = run_of(b, l, 2);
+  // Two stride-2 inputs take half the elements a thread, so twice the
+  // threads (Note [CUDA rows]): 2-byte types half a vector in
+  // dense_rows_kernel, 4-byte ones two elements in rows_kernel.
+  const bool step2_pair = ka == Run::kStep2 && kb == Run::kStep2;
   // Stride-2 rows as pairs of 16-byte vectors pay for 2-byte types only: 4-
   // and 8-byte ones read them faster one element a thread (Note [CUDA rows]).
   auto dense = [](Run run) {
     return run != Run::kAny && (run != Run::kStep2 || sizeof(scalar_t) == 2);
   };
   if (rows.inner[0] == 1 && dense(ka) && dense(kb)) {
+    // Half a vector needs the kernel whose output rows start aligned.
     const bool out_aligned = run_of(out, l, 0) == Run::kAligned;
-    const int vec = step2_pair<scalar_t>(ka, kb, out_aligned) ? kVec / 2 : kVec;
+    const bool half_vectors = step2_pair && out_aligned;
+    const int vec = half_vectors ? kVec / 2 : kVec;
     // Rows of half a chunk or less share a block, so that no thread idles,
     // where the rows per block divide dimension 1.
     while (l.ndim >= 2 && (kThreads >> (rows.log2_rows + 1)) >= 32 &&
@@ -365,14 +364,25 @@ void launch_rows(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bina
     const uint32_t chunks = (rows.n0 + chunk - 1) / chunk;
     rows.chunks = FastDivisor(chunks);
     const int64_t blocks = ((l.numel / rows.n0) >> rows.log2_rows) * chunks;
-    launch_dense_rows<scalar_t, kVec>(out, a, b, ka, kb, out_aligned, rows, blocks, op, stream);
+    launch_dense_rows<scalar_t, kVec>(out, a, b, ka, kb, out_aligned, half_vectors, rows, blocks,
+                                      op, stream);
     return;
   }
-  const uint32_t chunk = kThreads * kVec;
-  const uint32_t chunks = (rows.n0 + chunk - 1) / chunk;
-  rows.chunks = FastDivisor(chunks);
-  const int64_t blocks = l.numel / rows.n0 * chunks;
-  rows_kernel<scalar_t, kVec><<<blocks, kThreads, 0, stream>>>(out, a, b, rows, op);
+  auto launch = [&](auto vec) {
+    const uint32_t chunk = kThreads * decltype(vec)::value;
+    const uint32_t chunks = (rows.n0 + chunk - 1) / chunk;
+    rows.chunks = FastDivisor(chunks);
+    const int64_t blocks = l.numel / rows.n0 * chunks;
+    rows_kernel<scalar_t, decltype(vec)::value>
+        <<<blocks, kThreads, 0, stream>>>(out, a, b, rows, op);
+  };
+  if constexpr (sizeof(scalar_t) == 4) {
+    if (step2_pair) {
+      launch(std::integral_constant<int, kVec / 2>{});
+      return;
+    }
+  }
+  launch(std::integral_constant<int, kVec>{});
 }
 
 }  // namespace extension_cpp::fast::cuda
