@@ -54,7 +54,9 @@ bool elementwise(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bina
     contiguous_kernel<scalar_t, kVec>
         <<<blocks_for(n / kVec, kMaxGridBlocks), kThreads, 0, stream>>>(out, a, b, n, op);
   } else if (use_tiles(layout) && layout.ndim <= kFewDims) {
-    if (!narrow(out, a, b, layout, op, stream) && !tiles32(out, a, b, layout, op, stream)) {
+    const bool in_32_bits = fits_32_bits(layout);
+    if (!narrow(out, a, b, layout, in_32_bits, op, stream) &&
+        !tiles32(out, a, b, layout, in_32_bits, op, stream)) {
       launch_tiled(out, a, b, layout, op, stream);
     }
   } else if (sizeof(scalar_t) == 4 && layout.contiguous() && fits_32_bits(layout)) {

@@ -132,13 +132,14 @@ void launch_narrow(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bi
 
 // Launches narrow_kernel where the layout fits it, for 2- and 4-byte types
 // (dimension 0 of 2, 4 or 8 elements of a 2-byte type, 2 or 4 of a 4-byte
-// one: 4 to 16 bytes) with exactly one input transposed, and returns
-// whether it did; the rest take the tiles.
+// one: 4 to 16 bytes) with exactly one input transposed and offsets within
+// 31 bits (`in_32_bits`, fits_32_bits of the layout), and returns whether
+// it did; the rest take the tiles.
 template <typename scalar_t, typename Op>
-bool narrow(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout& l, Op op,
-            cudaStream_t stream) {
+bool narrow(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout& l,
+            bool in_32_bits, Op op, cudaStream_t stream) {
   if constexpr (sizeof(scalar_t) == 2 || sizeof(scalar_t) == 4) {
-    if (transposed_input(l, 1) == transposed_input(l, 2) || !fits_32_bits(l)) {
+    if (transposed_input(l, 1) == transposed_input(l, 2) || !in_32_bits) {
       return false;
     }
     constexpr int kWide = 16 / sizeof(scalar_t);

@@ -15,7 +15,9 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include "../../elementwise.h"
 #include "../../runtime.cuh"
@@ -305,6 +307,26 @@ bool vector_tiles_ok(const scalar_t* out, const scalar_t* a, const scalar_t* b,
   return true;
 }
 
+// The tile for sizes n0 x n1 of dimensions 0 and 1, as log2 of its extents
+// {t0, t1}: up to kCells elements, t0 at most 2^kLog2MaxT0, each at least
+// kVec. tiles32.cuh asks it too, so that kernel takes exactly the layouts
+// whose tile would be its own.
+template <int kCells, int kVec, int kLog2MaxT0>
+std::pair<int, int> tile_log2(int64_t n0, int64_t n1) {
+  int log2_t0 = std::max(std::min(log2_ceil(n0), kLog2MaxT0), log2_ceil(kVec));
+  const int log2_t1 =
+      std::max(std::min(log2_ceil(n1), log2_ceil(kCells) - log2_t0), log2_ceil(kVec));
+  // A dimension 1 narrower than the tile leaves it room along dimension 0:
+  // filled, no thread of the block idles.
+  log2_t0 = std::max(log2_t0, std::min(log2_ceil(n0), log2_ceil(kCells) - log2_t1));
+  return {log2_t0, log2_t1};
+}
+
+// The widest tiles, 16 bytes an access: t1 is 128 bytes of elements, t0
+// the rest of the tile's 2^11.
+template <typename scalar_t>
+constexpr int kWideLog2MaxT0 = sizeof(scalar_t) == 2 ? 5 : 6;
+
 // t0 is at most 2^kLog2MaxT0 (and at most 32 where kCells is 1024).
 template <typename scalar_t, typename Op, int kCells, int kVec, int kLog2MaxT0 = 5>
 void launch_tiled(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout& l, Op op,
@@ -312,13 +334,7 @@ void launch_tiled(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bin
   TileShape shape;
   shape.n0 = l.sizes[0];
   shape.n1 = l.sizes[1];
-  shape.log2_t0 = std::max(std::min(log2_ceil(shape.n0), kLog2MaxT0), log2_ceil(kVec));
-  shape.log2_t1 =
-      std::max(std::min(log2_ceil(shape.n1), log2_ceil(kCells) - shape.log2_t0), log2_ceil(kVec));
-  // A dimension 1 narrower than the tile leaves it room along dimension 0:
-  // filled, no thread of the block idles.
-  shape.log2_t0 =
-      std::max(shape.log2_t0, std::min(log2_ceil(shape.n0), log2_ceil(kCells) - shape.log2_t1));
+  std::tie(shape.log2_t0, shape.log2_t1) = tile_log2<kCells, kVec, kLog2MaxT0>(shape.n0, shape.n1);
   const int64_t t0 = int64_t{1} << shape.log2_t0, t1 = int64_t{1} << shape.log2_t1;
   const int64_t tiles0 = (shape.n0 + t0 - 1) / t0, tiles1 = (shape.n1 + t1 - 1) / t1;
   const int64_t count = tiles0 * tiles1 * (l.numel / (shape.n0 * shape.n1));
@@ -368,10 +384,9 @@ void launch_tiled(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bin
                   cudaStream_t stream) {
   if constexpr (sizeof(scalar_t) <= 4) {
     constexpr int kWide = 16 / sizeof(scalar_t);
-    // t1 = 128 bytes of elements, t0 = the rest of the tile's 2^11.
-    constexpr int kLog2MaxT0 = sizeof(scalar_t) == 2 ? 5 : 6;
     if (vector_tiles_ok(out, a, b, l, kWide)) {
-      launch_tiled<scalar_t, Op, 2 * kTileCells, kWide, kLog2MaxT0>(out, a, b, l, op, stream);
+      launch_tiled<scalar_t, Op, 2 * kTileCells, kWide, kWideLog2MaxT0<scalar_t>>(out, a, b, l, op,
+                                                                                  stream);
       return;
     }
   }

@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "../../elementwise.h"
 #include "../../runtime.cuh"
@@ -91,19 +92,22 @@ __global__ void __launch_bounds__(kThreads, 8)
 }
 
 // Launches tiles32_kernel where the layout fits it, and returns whether it
-// did: a 2-byte type, 16 bytes per access (vector_tiles_ok), dimensions 0
-// and 1 longer than half a tile (for shorter ones the general kernel shapes
-// its tile otherwise), offsets within 31 bits, and at most 65,535
+// did: a 2-byte type, 16 bytes per access (vector_tiles_ok), the general
+// kernel's tile for these sizes the 32 x 64 one (tile_log2), offsets within
+// 31 bits (`in_32_bits`, fits_32_bits of the layout), and at most 65,535
 // indices of dimensions 2.. (a grid's y extent). The rest take tiles.cuh.
 template <typename scalar_t, typename Op>
-bool tiles32(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout& l, Op op,
-             cudaStream_t stream) {
+bool tiles32(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLayout& l,
+             bool in_32_bits, Op op, cudaStream_t stream) {
   if constexpr (sizeof(scalar_t) != 2) {
     return false;
   } else {
     constexpr int64_t t0 = 1 << kLog2T0, t1 = 1 << kLog2T1;
-    if (2 * l.sizes[0] <= t0 || 2 * l.sizes[1] <= t1 || !fits_32_bits(l) ||
-        l.numel / (l.sizes[0] * l.sizes[1]) > 65535 || !vector_tiles_ok(out, a, b, l, 8)) {
+    const int64_t matrices = l.numel / (l.sizes[0] * l.sizes[1]);
+    const auto general =
+        tile_log2<2 * kTileCells, 8, kWideLog2MaxT0<scalar_t>>(l.sizes[0], l.sizes[1]);
+    if (general != std::pair{kLog2T0, kLog2T1} || !in_32_bits || matrices > 65535 ||
+        !vector_tiles_ok(out, a, b, l, 8)) {
       return false;
     }
     const bool stage_a = transposed_input(l, 1), stage_b = transposed_input(l, 2);
@@ -116,8 +120,7 @@ bool tiles32(scalar_t* out, const scalar_t* a, const scalar_t* b, const BinaryLa
     const int64_t tiles0 = (l.sizes[0] + t0 - 1) / t0, tiles1 = (l.sizes[1] + t1 - 1) / t1;
     t.tiles0 = FastDivisor(static_cast<uint32_t>(tiles0));
     t.outer = to_32_bits<kFewDims - 2>(l, 2);
-    const dim3 blocks(static_cast<uint32_t>(tiles0 * tiles1),
-                      static_cast<uint32_t>(l.numel / (l.sizes[0] * l.sizes[1])));
+    const dim3 blocks(static_cast<uint32_t>(tiles0 * tiles1), static_cast<uint32_t>(matrices));
     if (stage_a && stage_b) {
       tiles32_kernel<scalar_t, true, true><<<blocks, kThreads, 0, stream>>>(out, a, b, t, op);
     } else if (stage_a) {
