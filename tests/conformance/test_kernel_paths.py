@@ -322,6 +322,17 @@ OUT_LAYOUT_PATHS = {
 }
 
 
+def _marked(paths) -> list:
+    """The path names as parameters. Those with an input transposed against
+    the output (named tiled-*, tiles32-*, narrow-*) are marked shared_memory:
+    the tiled kernels take them (for some dtype), and those are the only
+    kernels with shared memory, which is all compute-sanitizer's racecheck
+    checks (tools/ci/compute_sanitizer.sh runs it on these alone)."""
+    shared = ("tiled", "tiles32", "narrow")
+    marked = pytest.mark.shared_memory
+    return [pytest.param(p, marks=marked) if p.startswith(shared) else p for p in paths]
+
+
 def _poisoned_allocation(like: torch.Tensor) -> None:
     """Fills, then frees, a block of the output's size, so that the next
     allocation of that size starts as NaN rather than as zeros."""
@@ -329,7 +340,7 @@ def _poisoned_allocation(like: torch.Tensor) -> None:
     del block
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", _marked(PATHS))
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
 @pytest.mark.parametrize("device", devices())
 @pytest.mark.parametrize("op_name", ["mymuladd", "mymul"])
@@ -341,7 +352,7 @@ def test_functional_op_on_each_path(op_name, device, dtype, path):
     assert_matches_reference(OPS[op_name], out, a, b)
 
 
-@pytest.mark.parametrize("path", [*PATHS, *OUT_PATHS])
+@pytest.mark.parametrize("path", _marked([*PATHS, *OUT_PATHS]))
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
 @pytest.mark.parametrize("device", devices())
 def test_myadd_out_on_each_path(device, dtype, path):
@@ -356,7 +367,7 @@ def test_myadd_out_on_each_path(device, dtype, path):
     assert_matches_reference(OPS["myadd_out"], out, a, b)
 
 
-@pytest.mark.parametrize("path", OUT_LAYOUT_PATHS)
+@pytest.mark.parametrize("path", _marked(OUT_LAYOUT_PATHS))
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
 @pytest.mark.parametrize("device", devices())
 def test_myadd_out_into_a_permuted_output(device, dtype, path):

@@ -17,8 +17,10 @@
 #     caching allocator it would land in a neighbouring block and pass).
 #   - Only CUDA cases run (-m cuda); the compile tests' Triton kernels are
 #     checked too, which is slow but finds nothing of ours to blame.
-#   - racecheck checks shared memory only, which the tiled kernel uses; it
-#     must report 0 hazards.
+#   - racecheck checks shared memory only, which only the tiled kernels
+#     use: it runs the cases marked shared_memory (the kernel-path cases
+#     with an input transposed against the output), the others every CUDA
+#     case. It must report 0 hazards.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$(pwd)
@@ -44,6 +46,7 @@ declare -A extra=(
   [initcheck]=""
   [synccheck]=""
 )
+declare -A marks=([racecheck]="cuda and shared_memory")
 # Each tool runs the suite in a process of its own, side by side: a tool
 # slows its process many times over, and the GPU has room for all of them.
 declare -A pid=()
@@ -53,7 +56,7 @@ for tool in $TOOLS; do
   # shellcheck disable=SC2086  # the tool's extra flags are words on purpose
   PYTORCH_NO_CUDA_MEMORY_CACHING=1 "$SANITIZER" --tool "$tool" ${extra[$tool]} \
     --error-exitcode 99 --log-file "$log" \
-    "$PY" -m pytest tests/conformance -m cuda -p no:cacheprovider -q \
+    "$PY" -m pytest tests/conformance -m "${marks[$tool]:-cuda}" -p no:cacheprovider -q \
     --ignore-glob='tests/conformance/test_wheel*.py' "$@" >"$OUT/$tool.pytest.txt" 2>&1 &
   pid[$tool]=$!
 done
