@@ -31,6 +31,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 
 from tools.docs.render_results import stamp
 
@@ -59,6 +60,7 @@ def run_part(part: str, args, raw: str) -> None:
     import torch
 
     md = os.path.join(raw, f"{part}.md")
+    started = time.time()
     if part == "bandwidth":
         shown = run_bandwidth(args, raw, md)
     else:
@@ -72,6 +74,7 @@ def run_part(part: str, args, raw: str) -> None:
     record.update(machine=machine(args.device), torch=torch.__version__)
     with open(os.path.join(raw, f"{part}.json"), "w") as f:
         json.dump(record, f, indent=1)
+    print(f"<== {part}: done in {time.time() - started:.0f} s", flush=True)
 
 
 def run_bandwidth(args, raw: str, md: str) -> str:

@@ -45,6 +45,13 @@ from .ops import ATEN, OPS, cpu_name, native, ours
 
 ops = torch.ops.extension_cpp
 
+# EXTENSION_CPP_BENCH_WARM=1: every measurement is one round of one call. The
+# numbers mean nothing, but the run compiles and JITs all that a real one
+# would, into Inductor's and Triton's caches on disk: make gpu runs the GPU
+# benchmarks so beside its checks, so that afterwards, alone on the GPU,
+# they spend their time measuring.
+WARM = os.environ.get("EXTENSION_CPP_BENCH_WARM") == "1"
+
 
 def measure(cases: dict, rounds: int = 40, calls: int = 2000, sync=None, samples=None) -> dict:
     """Fastest per-call microseconds of each case, interleaved over rounds.
@@ -59,6 +66,8 @@ def measure(cases: dict, rounds: int = 40, calls: int = 2000, sync=None, samples
     one particular case leaves behind (Note [Interleaved timing] in
     docs/design_notes.md).
     """
+    if WARM:
+        rounds, calls = 1, 1
     clock = time.thread_time_ns if sync is None else time.perf_counter_ns
     for fn in cases.values():
         for _ in range(calls):

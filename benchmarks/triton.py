@@ -592,7 +592,7 @@ def main() -> None:
     for name in SECTIONS:
         if name not in sections:
             continue
-        print(f"{name} ...", flush=True)
+        print(f"{name} ... (at {time.time() - started:.0f} s)", flush=True)
         try:
             data[name], section = steps[name]()
         except Exception:  # noqa: BLE001  (reported in the tables; the next section runs)

@@ -156,3 +156,17 @@ def test_a_row_whose_control_strays_is_measured_again(monkeypatch, controls, kep
     )
     t, made = layouts.measure_row({}, rounds=3, calls=1, sync=None)
     assert (layouts.control(t), made) == (kept, tries)
+
+
+@pytest.mark.parametrize(("warm", "calls"), [(False, 3 + 4 * (1 + 3)), (True, 1 + 1 + 1)])
+def test_a_warm_run_calls_each_case_once_a_round(monkeypatch, warm, calls):
+    """EXTENSION_CPP_BENCH_WARM=1 (make gpu's cache-filling run) makes every
+    measurement one round of one call, so that it costs what compiling
+    costs; otherwise each case has its warm-up calls, then an untimed call
+    and a batch a round."""
+    from benchmarks import ratios
+
+    monkeypatch.setattr(ratios, "WARM", warm)
+    made = []
+    times = ratios.measure({"a": lambda: made.append(1)}, rounds=4, calls=3)
+    assert (len(made), list(times)) == (calls, ["a"])

@@ -10,10 +10,12 @@
 # The parts run in three phases: the builds; then every check side by side,
 # in lanes (below), since most of them wait on the GPU, a compiler or a
 # child process for much of their time; then the benchmarks, alone on a
-# quiet GPU. With two GPUs or more the benchmarks run during the checks
-# instead, on the last GPU and BENCH_CPUS CPUs of their own, the checks on
-# the first GPU and the other CPUs: the whole run then takes about as long
-# as the checks. Each part's output goes to $OUT/<part>.log; a failing part does
+# quiet GPU. Beside the checks, a warm-up run of the benchmarks (one call
+# per measurement, EXTENSION_CPP_BENCH_WARM) compiles what they compile into
+# Inductor's and Triton's caches, so that alone on the GPU they measure. With
+# two GPUs or more the benchmarks run during the checks instead, on the last
+# GPU and BENCH_CPUS CPUs of their own, the checks on the first GPU and the
+# other CPUs: the whole run then takes about as long as the checks. Each part's output goes to $OUT/<part>.log; a failing part does
 # not stop the others. It ends with one summary (also $OUT/summary.txt):
 # each part, passed or failed, with its wall and CPU seconds, then what only
 # a GPU checks. The results pages the docs show are written into
@@ -155,10 +157,11 @@ print(\"the classic and stable builds load, with their CUDA kernels\")"'
 fi
 
 # -- phase 2: the checks, in lanes side by side --------------------------------
-# Seven lanes, each a few parts in turn, sized so that they end together:
-# the CPUs are the limit (the parts' CPU seconds, in the summary, add up to
-# about 16 CPUs busy for the whole phase), so workers() scales each lane's
-# workers to the CPUs the checks have.
+# Seven lanes, each a few parts in turn, sized so that they end together,
+# and the benchmarks' warm-up: the CPUs are the limit (the parts' CPU
+# seconds, in the summary, add up to about 16 CPUs busy for the whole
+# phase), so workers() scales each lane's workers to the CPUs the checks
+# have.
 C=tests/conformance
 NOT_HERE=(--ignore="$C/test_aoti.py" --ignore="$C/test_wheel.py")
 CUDA=(-m "cuda and not huge")
@@ -172,13 +175,11 @@ KERNEL_TESTS=(test_harness.py test_kernel_paths.py test_layout_rule.py test_corr
 FRONT_END=(-k "not compile and not dynamic and not export and not fake and not opcheck and not autodiff and not vmap and not gradgradcheck")
 
 # The classic build's CUDA cases (every test file but the huge cases, the
-# aoti part's and test_wheel.py, which needs the network), then the stable
-# and the simple builds' kernel tests, the latter from their install folder
-# (as make test-simple runs them), so that `import extension_cpp` finds it.
+# aoti part's and test_wheel.py, which needs the network), then the simple
+# build's kernel tests from its install folder (as make test-simple runs
+# them), so that `import extension_cpp` finds it.
 lane_builds() {
   wants cuda && WORKERS=$(workers 5) pytest_part cuda 300 "$C" "${CUDA[@]}" "${NOT_HERE[@]}"
-  wants stable && EXTENSION_CPP_BUILD=stable WORKERS=$(workers 5) pytest_part stable 240 \
-    "${KERNEL_TESTS[@]/#/$C/}" "${CUDA[@]}" "${FRONT_END[@]}"
   if wants simple; then
     (cd "$SIMPLE" && EXTENSION_CPP_EXPECT_KERNELS=simple WORKERS=$(workers 5) pytest_part simple 240 \
       --rootdir "$REPO" -c "$REPO/pyproject.toml" "${KERNEL_TESTS[@]/#/$REPO/$C/}" "${CUDA[@]}" \
@@ -188,12 +189,12 @@ lane_builds() {
 # The harness's own tests: the zoo runs each op's CPU and CUDA cases, and
 # run_all after CUDA is initialised.
 lane_harness() {
-  wants harness && WORKERS=$(workers 5) pytest_part harness 360 harness/tests \
+  wants harness && WORKERS=$(workers 6) pytest_part harness 360 harness/tests \
     --ignore=harness/tests/third_party -m "not huge"
 }
 # The third-party libraries' CUDA cases and their reproducers.
 lane_third_party() {
-  wants third-party && WORKERS=$(workers 4) pytest_part third-party 360 harness/tests/third_party \
+  wants third-party && WORKERS=$(workers 5) pytest_part third-party 360 harness/tests/third_party \
     -m "cuda and not huge"
 }
 # Tensors past 2^31 elements (4 GiB and more each), one test at a time: the
@@ -212,13 +213,17 @@ lane_triton() {
     tests/tutorial/test_tutorial_appendix.py -k triton -m "not huge"
 }
 # compute-sanitizer, memcheck and racecheck side by side, on the cases that
-# take each kernel path (any error reported fails).
+# take each kernel path (any error reported fails; racecheck on those that
+# may take a kernel with shared memory); then the stable build's kernel
+# tests.
 lane_sanitizer() {
   if wants sanitizer; then
     part sanitizer 300 env PY="$PY" OUT="$OUT/sanitizer" TOOLS="memcheck racecheck" \
       tools/ci/compute_sanitizer.sh -k each_path
     cp "$OUT/sanitizer/compute-sanitizer.md" "$OUT/pages/" 2>/dev/null
   fi
+  wants stable && EXTENSION_CPP_BUILD=stable WORKERS=$(workers 5) pytest_part stable 240 \
+    "${KERNEL_TESTS[@]/#/$C/}" "${CUDA[@]}" "${FRONT_END[@]}"
 }
 # AOTInductor: the C++ runner on the exported models, of the C++ ops and of
 # the Triton ops, on the GPU (make test runs the CPU one).
@@ -231,6 +236,20 @@ lane_tutorial() {
   if wants tutorial; then
     MAX_JOBS=4 part tutorial 360 "$PY" -m tools.tutorial.walk --jobs "$(workers 7)"
     cp build/results/tutorial_matrix_gpu.md "$OUT/pages/" 2>/dev/null
+  fi
+}
+# The benchmarks' warm-up (phase 3 below runs them): the sections and the
+# part that compile, one call per measurement, their pages thrown away. Its
+# outcome is shown, not counted: the benchmarks themselves are the proof.
+lane_warm() {
+  export EXTENSION_CPP_BENCH_WARM=1
+  if wants bench; then
+    PYTHONPATH=tutorial/appendix/triton${PYTHONPATH:+:$PYTHONPATH} part warm-bench 300 \
+      "$PY" -m benchmarks.triton --out "$OUT/warm/cpp_or_triton.md" --sections contiguous,fusion,layouts \
+      --log2 20,24
+  fi
+  if wants perf; then
+    part warm-perf 300 "$PY" -m benchmarks.layouts --device cuda --out "$OUT/warm/layouts.md"
   fi
 }
 # -- phase 3: the benchmarks, on a quiet GPU -----------------------------------
@@ -271,6 +290,10 @@ lanes=()
 { lane_sanitizer 2>&1 | sed -u "s/^/[sanitizer] /"; } & lanes+=($!)
 { lane_aoti 2>&1 | sed -u "s/^/[aoti] /"; } & lanes+=($!)
 { lane_tutorial 2>&1 | sed -u "s/^/[tutorial] /"; } & lanes+=($!)
+if ((!BESIDE)) && { wants bench || wants perf; }; then
+  mkdir -p "$OUT/warm"
+  { lane_warm 2>&1 | sed -u "s/^/[warm] /"; } & lanes+=($!)
+fi
 wait "${lanes[@]}"
 PHASE2=$(($(date +%s) - PHASE2))
 ((BESIDE)) || lane_bench
@@ -290,6 +313,9 @@ for part in ${ALL//,/ }; do
   [[ -f $OUT/parts/$part ]] || echo "$part: FAILED, never finished (its lane ended early)" >"$OUT/parts/$part"
   tee -a "$OUT/summary.txt" <"$OUT/parts/$part"
   grep -q "^$part: passed" "$OUT/parts/$part" || FAILED=1
+done
+for part in warm-bench warm-perf; do
+  [[ -f $OUT/parts/$part ]] && echo "(not counted) $(head -n 1 "$OUT/parts/$part")" | tee -a "$OUT/summary.txt"
 done
 shopt -s nullglob
 pages=("$OUT"/pages/*.md "$OUT"/pages/perf/*.md)
