@@ -247,6 +247,18 @@ def test_results_measured_before_a_code_change_are_marked(history) -> None:
     )
 
 
+def test_a_reverted_change_leaves_the_results_current(history) -> None:
+    """Results measured at a commit are current again once every change since
+    to what they measure is reverted: the code is the code they measured."""
+    repo, _, code = history
+    page = f"`make test` at commit `{code}`, 2026-01-02 03:04 UTC: 5 s of tests.\n\n| a |\n"
+    _write(repo / "csrc" / "ops.cpp", "// v3\n")
+    _git(repo, "commit", "-qam", "v3")
+    assert len(generate.mark_stale("conformance.md", page, str(repo))[1]) == 1
+    _git(repo, "revert", "--no-edit", "HEAD")
+    assert generate.mark_stale("conformance.md", page, str(repo)) == (page, [])
+
+
 def test_a_testing_module_change_leaves_the_kernel_pages_current(history) -> None:
     """extension_cpp/testing re-exports the harness: a change there makes the
     conformance page stale, not the kernels' (perf, compute-sanitizer)."""

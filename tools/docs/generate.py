@@ -335,9 +335,13 @@ def _git(repo: str, *args: str) -> str | None:
 
 def changed_since(commit: str, paths: tuple[str, ...], repo: str = REPO) -> str | None:
     """Why results measured at `commit` are stale, or None if they are not:
-    the commits since it that changed `paths`, or that it is not in the history."""
+    the commits since it that changed `paths`, or that it is not in the history.
+    Commits whose changes there add up to none (a change and its revert)
+    leave the results current."""
     if _git(repo, "rev-parse", "-q", "--verify", f"{commit}^{{commit}}") is None:
         return f"its commit `{commit}` is not in this checkout's history"
+    if _git(repo, "diff", "--quiet", commit, "HEAD", "--", *paths) is not None:
+        return None  # git diff --quiet exits 1, and _git gives None, where they differ
     log = _git(repo, "log", "--no-merges", "--format=%h %cs", f"{commit}..HEAD", "--", *paths)
     if not log:
         return None
