@@ -15,6 +15,16 @@ import torch
 pytest_plugins = ["extension_cpp_testing.pytest_plugin"]
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    """Tests marked slow (tens of seconds, most of it in child processes)
+    run first, each group in the order it was given (pytest-randomly's,
+    say): under xdist they start side by side on the first workers while
+    the short ones fill the rest, rather than one starting last and running
+    alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(autouse=True)
 def _seeded_rng():
     """Each test starts from seed 0 and leaves the global RNG as it found it."""

@@ -29,6 +29,7 @@ test_mul = conformance_tests(
 """
 
 
+@pytest.mark.slow
 def test_a_crashing_kernel_fails_its_case_and_the_run_goes_on(tmp_path):
     """Each case that reaches the abort fails, naming SIGABRT, in every check
     that calls the kernel (torch.compile's included); every other case, and
@@ -76,6 +77,7 @@ print("still running")
 """
 
 
+@pytest.mark.slow
 def test_run_all_survives_a_crashing_kernel(tmp_path):
     """run_all runs its cases in a forked child: each case that reaches the
     abort fails, naming SIGABRT, and the script goes on to the end. On a
@@ -134,6 +136,7 @@ test_quantize = conformance_tests(
 """
 
 
+@pytest.mark.slow
 def test_cases_in_the_worker_see_the_tests_warning_filters_and_rng(tmp_path):
     """The same failures, word for word, in the worker and in pytest's
     process: the kernel's warning turned into an error by -W (that one alone: another
@@ -216,6 +219,7 @@ test_careful = conformance_tests(OpSpec(torch.ops.damage.careful_mul.default, **
 """
 
 
+@pytest.mark.slow
 def test_a_memory_unsafe_case_leaves_no_damage_behind(tmp_path):
     """A memory_unsafe case runs in a child the worker forks: what its kernel
     damages dies with the child, so the next case, in the worker itself,
@@ -258,6 +262,7 @@ test_mul = conformance_tests(OpSpec(torch.ops.aten.mul.Tensor, **only))
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.slow
 def test_cuda_cases_run_in_the_worker_and_a_broken_context_is_left_behind(tmp_path):
     """A parent that has used CUDA (which a forked child could not) runs its
     CUDA cases in the spawned worker; a case that leaves CUDA unusable fails,
@@ -309,6 +314,7 @@ def test_needs_neither():
 """
 
 
+@pytest.mark.slow
 def test_an_op_that_aborts_at_collection_fails_the_test_that_needs_it(tmp_path):
     """The abort ends the worker, not pytest: collection finishes, the test
     that needs the call fails naming SIGABRT, and the others pass (the sum
@@ -358,6 +364,7 @@ print("still running")
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.slow
 def test_run_all_after_cuda_is_initialised(tmp_path):
     """The aborting kernel's empty-input cases fail naming SIGABRT, in the
     forked child, without a warning; the correct op's compile case passes,

@@ -1135,3 +1135,10 @@ def test_bad_input_kinds_are_checked_against_the_spec(zoo, kinds, words):
     spec = dataclasses.replace(zoo["mul"], bad_inputs=kinds)
     with pytest.raises(ValueError, match=re.escape(words)):
         cases(spec)
+
+
+def test_slow_tests_come_first(request):
+    """conftest.py puts the tests marked slow ahead of the rest, so that
+    under xdist none starts last and runs alone."""
+    slow = [item.get_closest_marker("slow") is not None for item in request.session.items]
+    assert slow == sorted(slow, reverse=True)

@@ -526,6 +526,7 @@ def test_a_write_the_schema_does_not_mark_is_named(zoo, op_name, written, schema
     )
 
 
+@pytest.mark.slow
 def test_an_opcheck_failure_names_its_test_and_no_trace_to_scroll_to(zoo):
     """opcheck's own message ends "(scroll up for stack trace)", and a report
     shows no trace: the failure gives opcheck's failed test and its error."""
@@ -570,6 +571,7 @@ def test_an_out_named_first_is_what_is_compared(zoo):
     assert "Mismatched elements: 5 / 185" in first.what
 
 
+@pytest.mark.slow
 def test_a_failed_compile_reads_without_log_records(tmp_path):
     """pytest attaches its log capture to torch's structured trace log, which
     logs a blank DEBUG record per compile step; the harness keeps them out of
@@ -684,6 +686,7 @@ def test_capture_check_restores_the_sync_debug_mode_under_warnings_as_errors():
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.slow
 def test_a_failed_capture_leaves_nothing_behind():
     """In a process of its own, two ops that break a CUDA graph capture (a
     launch on the legacy default stream, a host sync not declared), then
@@ -741,6 +744,7 @@ def _wrapped(text: str) -> str:
     return r"\s+".join(map(re.escape, text.split()))
 
 
+@pytest.mark.slow
 def test_generated_pytest_tests_name_check_case_and_fix(tmp_path):
     """End to end: conformance_tests() in a test module, run by pytest with the plugin."""
     module = tmp_path / "test_wrong_sign.py"
@@ -808,6 +812,7 @@ def test_generated_pytest_tests_name_check_case_and_fix(tmp_path):
     assert any(FIXES["gradcheck"] in p.get("value") for p in properties)
 
 
+@pytest.mark.slow
 def test_the_summary_is_printed_once_under_xdist(tmp_path):
     """The plugin loads itself (an entry point), so the pytest-xdist
     controller prints the findings even where only a test module names the
@@ -916,6 +921,7 @@ def _reproducers_show_each_bug(tmp_path, reproduced: dict) -> None:
         assert proc.returncode == want, (key, kind, proc.stdout[-2000:], proc.stderr[-2000:])
 
 
+@pytest.mark.slow
 def test_each_finding_writes_a_reproducer_that_runs_with_plain_python(tmp_path):
     """--conformance-reproducers: one script per op and cause, which fails on
     the buggy op and passes with its correct twin in its place."""
@@ -924,6 +930,7 @@ def test_each_finding_writes_a_reproducer_that_runs_with_plain_python(tmp_path):
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.slow
 def test_each_cuda_finding_writes_a_reproducer_that_runs_with_plain_python(tmp_path):
     """The CUDA checks' reproducers: a capture that fails or replays wrong, a
     kernel that does not wait for the side stream, a stream left current."""
@@ -947,6 +954,7 @@ test_stale = conformance_tests(
 """
 
 
+@pytest.mark.slow
 def test_generated_tests_expect_a_declared_silent_mode_to_fail(tmp_path):
     """Under pytest a declared silent mode is a strict expected failure,
     counted in the plugin's summary; one that raises instead passes, which

@@ -96,12 +96,12 @@ part() {
   return $rc
 }
 
-# pytest with a lane's workers, each taking the next test wherever it is
-# (--dist load), its junit XML kept for the pages.
+# pytest with a lane's workers, an idle one taking tests queued for a busy
+# one (--dist worksteal), its junit XML kept for the pages.
 pytest_part() {
   local name=$1 limit=$2
   shift 2
-  part "$name" "$limit" "$PY" -m pytest -p no:cacheprovider -q -rfE -n "$WORKERS" --dist load \
+  part "$name" "$limit" "$PY" -m pytest -p no:cacheprovider -q -rfE -n "$WORKERS" --dist worksteal \
     --junitxml="$OUT/$name.xml" "$@"
 }
 
@@ -214,16 +214,13 @@ lane_triton() {
 }
 # compute-sanitizer, memcheck and racecheck side by side, on the cases that
 # take each kernel path (any error reported fails; racecheck on those that
-# may take a kernel with shared memory); then the stable build's kernel
-# tests.
+# may take a kernel with shared memory).
 lane_sanitizer() {
   if wants sanitizer; then
     part sanitizer 300 env PY="$PY" OUT="$OUT/sanitizer" TOOLS="memcheck racecheck" \
       tools/ci/compute_sanitizer.sh -k each_path
     cp "$OUT/sanitizer/compute-sanitizer.md" "$OUT/pages/" 2>/dev/null
   fi
-  wants stable && EXTENSION_CPP_BUILD=stable WORKERS=$(workers 5) pytest_part stable 240 \
-    "${KERNEL_TESTS[@]/#/$C/}" "${CUDA[@]}" "${FRONT_END[@]}"
 }
 # AOTInductor: the C++ runner on the exported models, of the C++ ops and of
 # the Triton ops, on the GPU (make test runs the CPU one).
@@ -231,12 +228,14 @@ lane_aoti() {
   wants aoti && WORKERS=$(workers 2) pytest_part aoti 300 "$C/test_aoti.py" -m cuda
 }
 # The tutorial walk: every checkpoint built and checked, CUDA cells
-# included, the rows side by side.
+# included, the rows side by side; then the stable build's kernel tests.
 lane_tutorial() {
   if wants tutorial; then
     MAX_JOBS=4 part tutorial 360 "$PY" -m tools.tutorial.walk --jobs "$(workers 7)"
     cp build/results/tutorial_matrix_gpu.md "$OUT/pages/" 2>/dev/null
   fi
+  wants stable && EXTENSION_CPP_BUILD=stable WORKERS=$(workers 5) pytest_part stable 240 \
+    "${KERNEL_TESTS[@]/#/$C/}" "${CUDA[@]}" "${FRONT_END[@]}"
 }
 # The benchmarks' warm-up (phase 3 below runs them): the sections and the
 # part that compile, one call per measurement, their pages thrown away. Its
