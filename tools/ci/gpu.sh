@@ -15,10 +15,11 @@
 # Inductor's and Triton's caches, so that alone on the GPU they measure. With
 # two GPUs or more the benchmarks run during the checks instead, on the last
 # GPU and BENCH_CPUS CPUs of their own, the checks on the first GPU and the
-# other CPUs: the whole run then takes about as long as the checks. Each part's output goes to $OUT/<part>.log; a failing part does
-# not stop the others. It ends with one summary (also $OUT/summary.txt):
-# each part, passed or failed, with its wall and CPU seconds, then what only
-# a GPU checks. The results pages the docs show are written into
+# other CPUs: the whole run then takes about as long as the checks. Each
+# part's output goes to $OUT/<part>.log; a failing part does not stop the
+# others. It ends with one summary (also $OUT/summary.txt): each part,
+# passed or failed, with its wall and CPU seconds, then what only a GPU
+# checks. The results pages the docs show are written into
 # $OUT/pages/ from what ran (docs/results/README.md says how a page reaches
 # the docs).
 #
@@ -237,15 +238,25 @@ lane_tutorial() {
   wants stable && EXTENSION_CPP_BUILD=stable WORKERS=$(workers 5) pytest_part stable 240 \
     "${KERNEL_TESTS[@]/#/$C/}" "${CUDA[@]}" "${FRONT_END[@]}"
 }
+# triton_bench NAME LIMIT ARGS...: the C++/CUDA against Triton benchmark
+# (benchmarks.triton) as part NAME, at the sizes the proof measures; the
+# warm-up and the measured run both call it, so that the warm-up compiles
+# what the measured run will. The Triton package is imported from its
+# folder, as the tests do.
+triton_bench() {
+  local name=$1 limit=$2
+  shift 2
+  PYTHONPATH=tutorial/appendix/triton${PYTHONPATH:+:$PYTHONPATH} part "$name" "$limit" \
+    "$PY" -m benchmarks.triton --log2 20,24 "$@"
+}
 # The benchmarks' warm-up (phase 3 below runs them): the sections and the
 # part that compile, one call per measurement, their pages thrown away. Its
 # outcome is shown, not counted: the benchmarks themselves are the proof.
 lane_warm() {
   export EXTENSION_CPP_BENCH_WARM=1
   if wants bench; then
-    PYTHONPATH=tutorial/appendix/triton${PYTHONPATH:+:$PYTHONPATH} part warm-bench 300 \
-      "$PY" -m benchmarks.triton --out "$OUT/warm/cpp_or_triton.md" --sections contiguous,fusion,layouts \
-      --log2 20,24
+    triton_bench warm-bench 300 --out "$OUT/warm/cpp_or_triton.md" \
+      --sections contiguous,fusion,layouts
   fi
   if wants perf; then
     part warm-perf 300 "$PY" -m benchmarks.layouts --device cuda --out "$OUT/warm/layouts.md"
@@ -253,17 +264,14 @@ lane_warm() {
 }
 # -- phase 3: the benchmarks, on a quiet GPU -----------------------------------
 # C++/CUDA against the Triton side path (docs/cpp_or_triton.md), sized for a
-# proof: two contiguous sizes, the layouts at 2^20 and 2^24. The Triton
-# package is imported from its folder, as the tests do. Its sections are
-# written as they finish. Then make bench's GPU page (perf/cuda.md): ours
+# proof: two contiguous sizes, the layouts at 2^20 and 2^24. Its sections
+# are written as they finish. Then make bench's GPU page (perf/cuda.md): ours
 # against PyTorch's forms over every layout, whole calls by size, the stable
 # build against the classic one; its stamps name EXTENSION_CPP_COMMIT where
 # the tree has no .git.
 lane_bench() {
   if wants bench; then
-    PYTHONPATH=tutorial/appendix/triton${PYTHONPATH:+:$PYTHONPATH} part bench 240 \
-      "$PY" -m benchmarks.triton --out "$OUT/pages/cpp_or_triton.md" \
-      --json "$OUT/cpp_or_triton.json" --log2 20,24
+    triton_bench bench 240 --out "$OUT/pages/cpp_or_triton.md" --json "$OUT/cpp_or_triton.json"
   fi
   if wants perf; then
     part perf 240 "$PY" -m benchmarks --device cuda --threads 1 --parts layouts,ratios,stable \
@@ -313,10 +321,10 @@ for part in ${ALL//,/ }; do
   tee -a "$OUT/summary.txt" <"$OUT/parts/$part"
   grep -q "^$part: passed" "$OUT/parts/$part" || FAILED=1
 done
-for part in warm-bench warm-perf; do
-  [[ -f $OUT/parts/$part ]] && echo "(not counted) $(head -n 1 "$OUT/parts/$part")" | tee -a "$OUT/summary.txt"
-done
 shopt -s nullglob
+for warm in "$OUT"/parts/warm-*; do
+  echo "(not counted) $(head -n 1 "$warm")" | tee -a "$OUT/summary.txt"
+done
 pages=("$OUT"/pages/*.md "$OUT"/pages/perf/*.md)
 beside=""
 ((BESIDE)) && beside=" (the benchmarks beside them, on GPU $((GPUS - 1)) and $BENCH_CPUS CPUs)"
