@@ -4,7 +4,8 @@ The conformance layouts in cases.py are small. The fast kernels pick a loop
 by layout and size: on CUDA (csrc/fast/cuda/elementwise.cuh) the vectorised
 contiguous kernel, the row kernels (dense_rows_kernel, a kernel per pair of
 row kinds and one that tells them apart at run time, one or two rows per
-block; rows_kernel's coalesced scalar loop), the narrow kernel (an input
+block; rows_kernel's coalesced scalar loop; the 2-byte types' broadcast
+kernel, one or two rows a thread), the narrow kernel (an input
 transposed against an output 4 to 16 bytes deep), the 2-byte types' 32 x
 64 tiles in 32-bit offsets (tiles32_kernel), the general tiled kernel (one
 input staged or both), the 32-bit strided kernel, unaligned_kernel (a misaligned run of
@@ -20,6 +21,7 @@ allocator hands back), so an element a kernel skips fails the comparison.
 """
 
 import os
+import re
 
 import pytest
 import torch
@@ -77,6 +79,18 @@ PATHS = {
         _randn(1, 3008, **kw).expand(67, 3008),
         _randn(67, 3008, **kw),
     ),
+    # The same broadcasts with the inputs swapped: a broadcast row as b
+    # (rows of 3008, so 2-byte types take the broadcast kernel, whose last
+    # column tile is part full and last rows part of a block), a broadcast
+    # column as a.
+    "rows-aligned-broadcast-row-second": lambda **kw: (
+        _randn(67, 3008, **kw),
+        _randn(1, 3008, **kw).expand(67, 3008),
+    ),
+    "rows-broadcast-col-first": lambda **kw: (
+        _randn(67, 1, **kw).expand(67, 3000),
+        _randn(67, 3000, **kw),
+    ),
     "rows-misaligned-rows-aligned-out": lambda **kw: (
         _randn(67, 3009, **kw)[:, 1:],
         _randn(67, 3009, **kw)[:, 1:],
@@ -105,19 +119,21 @@ PATHS = {
         _randn(1, 3002, **kw).expand(41, 3002),
     ),
     # 2-byte row kernel, two rows per block: rows of exactly half a chunk
-    # (1024 elements), over an even number of rows (66; 3 x 66 merged), and
-    # over an odd one (67: one row per block, half the threads idle).
+    # (1024 elements; a's sliced from rows of 1040, so that no dimension
+    # merges and no input is a broadcast, which the broadcast kernel would
+    # take), over an even number of rows (66; 3 x 66 merged), and over an
+    # odd one (67: one row per block, half the threads idle).
     "rows-two-per-block": lambda **kw: (
+        _randn(66, 1040, **kw)[:, :1024],
         _randn(66, 1024, **kw),
-        _randn(66, 1, **kw).expand(66, 1024),
     ),
     "rows-two-per-block-3d": lambda **kw: (
-        _randn(3, 66, 1, **kw).expand(3, 66, 1024),
+        _randn(3, 66, 1040, **kw)[:, :, :1024],
         _randn(3, 66, 1024, **kw),
     ),
     "rows-odd-count": lambda **kw: (
+        _randn(67, 1040, **kw)[:, :1024],
         _randn(67, 1024, **kw),
-        _randn(67, 1, **kw).expand(67, 1024),
     ),
     # Per-element strided kernel: rows too short for the row kernel.
     "strided-short-rows": lambda **kw: (_randn(3001, 14, **kw)[:, ::2], _randn(3001, 7, **kw)),
@@ -400,6 +416,12 @@ KERNEL_TAKEN = [
     ("rows-step-pairs", torch.bfloat16, "dense_rows_kernel<"),
     ("rows-step-pairs", torch.float32, "rows_kernel<float, 2,"),
     ("rows-step-sliced", torch.float32, "rows_kernel<float, 4,"),
+    ("rows-aligned-broadcast-row", torch.bfloat16, "broadcast_kernel<"),
+    ("rows-aligned-broadcast-row", torch.float32, "dense_rows_kernel<"),
+    ("rows-broadcast-col", torch.float16, "broadcast_kernel<"),
+    ("rows-broadcast-col-first", torch.bfloat16, "broadcast_kernel<"),
+    ("rows-broadcast-row", torch.bfloat16, "dense_rows_kernel<"),  # rows not whole vectors
+    ("rows-two-per-block", torch.float16, "dense_rows_kernel<"),
 ]
 
 
@@ -440,6 +462,35 @@ def test_cuda_tiles_past_a_grids_y_extent():
     a = _randn(65536, 40, 24, dtype=torch.bfloat16, device="cuda")
     b = _randn(65536, 24, 40, dtype=torch.bfloat16, device="cuda").transpose(1, 2)
     assert "::tiled_kernel<" in _our_kernel(a, b)
+
+
+# 2-byte broadcasts large enough that broadcast_kernel gives each thread two
+# rows (one row a thread would take 9 x 457 blocks): 2,056 columns, so the
+# last column tile holds one vector a row, by 3,651 rows, so the last block
+# holds 3 of its 16.
+BIG_BROADCASTS = {
+    "row-first": lambda **kw: (_randn(1, 2056, **kw).expand(3651, 2056), _randn(3651, 2056, **kw)),
+    "row-second": lambda **kw: (_randn(3651, 2056, **kw), _randn(1, 2056, **kw).expand(3651, 2056)),
+    "col-first": lambda **kw: (_randn(3651, 1, **kw).expand(3651, 2056), _randn(3651, 2056, **kw)),
+    "col-second": lambda **kw: (_randn(3651, 2056, **kw), _randn(3651, 1, **kw).expand(3651, 2056)),
+}
+
+
+@requires_cuda
+@pytest.mark.cuda
+@pytest.mark.parametrize("case", BIG_BROADCASTS)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=dtype_id)
+def test_cuda_broadcast_two_rows_a_thread(case, dtype):
+    if pkg._C.KERNELS != "fast":
+        pytest.skip("the simple build launches its one kernel everywhere")
+    a, b = BIG_BROADCASTS[case](dtype=dtype, device="cuda")
+    kernel = _our_kernel(a, b)  # mymul, its values checked
+    assert re.search(r"::broadcast_kernel<[^>]*, 2, extension_cpp::MulOp", kernel), kernel
+    _poisoned_allocation(a)
+    assert_matches_reference(OPS["mymuladd"], OPS["mymuladd"].call(a, b), a, b)
+    out = torch.full(a.shape, float("nan"), dtype=dtype, device="cuda")
+    pkg.myadd_out(a, b, out)
+    assert_matches_reference(OPS["myadd_out"], out, a, b)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)

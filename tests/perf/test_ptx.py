@@ -9,9 +9,10 @@ csrc/cuda/ops_cuda.cu with the fast kernels (csrc/fast/cuda/) to PTX for
 sm_90 with the CUDA toolkit that builds the extension, and checks that each
 vectorised contiguous kernel moves whole 16-byte vectors: one load per input
 and one store, besides the scalar tail; that each narrow kernel stores a
-thread's 16 bytes of output at once; and that the 2-byte tiles in 32-bit
-offsets move 16 bytes an access. Skips where there is no nvcc or
-torch is a CPU-only build.
+thread's 16 bytes of output at once; that the 2-byte tiles in 32-bit
+offsets move 16 bytes an access; and that the 2-byte broadcast kernel loads
+a broadcast row once for the rows a thread takes. Skips where there is no
+nvcc or torch is a CPU-only build.
 """
 
 from __future__ import annotations
@@ -118,3 +119,22 @@ def test_tiles32_kernels_move_16_bytes_and_read_columns_with_ldmatrix(ptx):
         assert _vector_accesses(body, "ld") == [16, 16], name  # one vector of a, one of b
         assert _vector_accesses(body, "st") == [16], name
         assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in body, name
+
+
+def test_broadcast_kernels_load_a_broadcast_row_once(ptx):
+    """broadcast_kernel (Note [CUDA broadcasts]) moves each dense row 16 bytes
+    at a time, one store a row it takes, and with two rows a thread loads a
+    broadcast row's vector once for both; a broadcast column's element is
+    one 2-byte load a row."""
+    kernels = {n: body for n, body in _entries(ptx).items() if "broadcast_kernel" in n}
+    # 3 functors x (float16, bfloat16) x (a or b broadcast) x (row or column) x (1 or 2 rows).
+    assert len(kernels) == 3 * 2 * 2 * 2 * 2, sorted(kernels)
+    for name, body in kernels.items():
+        rows = int(re.search(r"broadcast_kernelI.*?Li(\d)E", name).group(1))
+        scalar_loads = len(re.findall(r"\bld\.global(?:\.nc)?(?:\.L1::\w+)?\.[bu]16\b", body))
+        assert _vector_accesses(body, "st") == [16] * rows, name
+        if scalar_loads:  # a broadcast column: its element, then the dense rows
+            assert scalar_loads == rows, name
+            assert _vector_accesses(body, "ld") == [16] * rows, name
+        else:  # a broadcast row: its vector once, then the dense rows
+            assert _vector_accesses(body, "ld") == [16] * (rows + 1), name

@@ -16,7 +16,8 @@
 //   * one misaligned dense run of a 4-byte type: a few elements a thread,
 //     strided32.cuh;
 //   * rows of at least half a block's chunk (slices, broadcasts, a
-//     misaligned start): rows.cuh;
+//     misaligned start): rows.cuh; of them, a 2-byte type's broadcast row
+//     or column beside dense rows: broadcast.cuh;
 //   * shorter rows: 32-bit index math, strided32.cuh.
 // Past 2^31 elements or offsets it takes only dense runs, and leaves the rest
 // to the plain kernel.
@@ -29,6 +30,7 @@
 #include "../../elementwise.h"
 #include "../../runtime.cuh"
 #include "../layout.h"
+#include "broadcast.cuh"
 #include "narrow.cuh"
 #include "rows.cuh"
 #include "strided32.cuh"
@@ -65,7 +67,9 @@ bool elementwise(scalar_t* out, const scalar_t* a, const scalar_t* b, const Bina
     // Rows of half a chunk and more take the row path; with shorter ones
     // most threads of a block would idle.
     if (layout.ndim >= 1 && layout.ndim <= kFewDims && layout.sizes[0] >= kThreads * kVec / 2) {
-      launch_rows<scalar_t, kVec>(out, a, b, layout, op, stream);
+      if (!broadcast(out, a, b, layout, op, stream)) {
+        launch_rows<scalar_t, kVec>(out, a, b, layout, op, stream);
+      }
     } else {
       const int64_t blocks = (n + kThreads * kWork - 1) / (kThreads * kWork);
       strided32_kernel<<<blocks, kThreads, 0, stream>>>(out, a, b, to_32_bits(layout),
